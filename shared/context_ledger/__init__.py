@@ -1,0 +1,1 @@
+"""Context Ledger: ranked, budgeted, permission-trimmed context with an evidence chain."""

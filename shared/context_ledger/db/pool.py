@@ -1,0 +1,80 @@
+"""The process-wide psycopg 3 connection pool.
+
+In Lambda the pool lives as long as the execution environment, so a warm function reuses its
+connections. The connection string comes from ``DATABASE_URL`` or, in AWS, from the Aurora
+secret in Secrets Manager (``KEYSTONE_DATABASE_SECRET_ARN``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from context_ledger.settings import Settings, get_settings
+
+
+def _conninfo_from_secret(secret_arn: str) -> str:
+    """Build a connection string from an RDS-managed secret (host, port, username, ...)."""
+    import boto3  # imported here: only AWS deployments read the secret
+
+    raw = boto3.client("secretsmanager").get_secret_value(SecretId=secret_arn)["SecretString"]
+    secret = json.loads(raw)
+    return make_conninfo(
+        host=secret["host"],
+        port=secret.get("port", 5432),
+        user=secret["username"],
+        password=secret["password"],
+        dbname=secret.get("dbname", "postgres"),
+        sslmode="require",
+    )
+
+
+def resolve_conninfo(settings: Settings) -> str:
+    if settings.database_url:
+        return settings.database_url
+    if settings.database_secret_arn:
+        return _conninfo_from_secret(settings.database_secret_arn)
+    raise RuntimeError(
+        "no database configured: set DATABASE_URL (the local runtime and tests start an "
+        "embedded PostgreSQL and set it for you)"
+    )
+
+
+def _configure(conn: psycopg.Connection) -> None:
+    conn.row_factory = dict_row  # type: ignore[assignment]
+
+
+@functools.cache
+def get_pool() -> ConnectionPool:
+    settings = get_settings()
+    pool = ConnectionPool(
+        resolve_conninfo(settings),
+        min_size=settings.db_pool_min_size,
+        max_size=settings.db_pool_max_size,
+        configure=_configure,
+        open=True,
+        name="context-ledger",
+    )
+    pool.wait(timeout=30)
+    return pool
+
+
+def close_pool() -> None:
+    """Close the pool (tests and the local runtime, when the database goes away)."""
+    if get_pool.cache_info().currsize:
+        get_pool().close()
+        get_pool.cache_clear()
+
+
+@contextmanager
+def connection() -> Iterator[psycopg.Connection]:
+    """A pooled connection inside a transaction: committed on success, rolled back on error."""
+    with get_pool().connection() as conn:
+        yield conn

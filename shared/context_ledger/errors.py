@@ -1,0 +1,90 @@
+"""Errors that reach a client, and the one JSON body they all use.
+
+Every non-2xx answer is ``{"error": {"code": "...", "message": "..."}}``. Codes are the spec's
+(``context.space.not_found``, ``invalid_request``, ...) where the spec names one. Messages are
+written for the caller: never a stack trace, SQL, URL or key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ApiError(Exception):
+    """An error with an HTTP status and a stable code, safe to show to the caller."""
+
+    status: int = 500
+    code: str = "internal_error"
+
+    def __init__(self, message: str, *, code: str | None = None, status: int | None = None):
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        if status is not None:
+            self.status = status
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.code, self.message)
+
+
+class InvalidRequestError(ApiError):
+    """The request is malformed (bad header, bad JSON)."""
+
+    status = 400
+    code = "invalid_request"
+
+
+class ValidationFailedError(ApiError):
+    """The request is well-formed but a field breaks a rule."""
+
+    status = 422
+    code = "validation_failed"
+
+
+class UnauthorizedError(ApiError):
+    """No credential, or one that does not verify."""
+
+    status = 401
+    code = "unauthorized"
+
+
+class ForbiddenError(ApiError):
+    """The caller is known but lacks the permission, or named another organisation or user."""
+
+    status = 403
+    code = "forbidden"
+
+
+class NotFoundError(ApiError):
+    """Unknown or foreign object: the two are indistinguishable on purpose."""
+
+    status = 404
+    code = "not_found"
+
+
+class SpaceNotFoundError(NotFoundError):
+    """The space does not exist in the caller's organisation (or the id is not a UUID)."""
+
+    code = "context.space.not_found"
+
+    def __init__(self, message: str = "space not found"):
+        super().__init__(message)
+
+
+class PayloadTooLargeError(ApiError):
+    """The request body exceeds the endpoint's limit."""
+
+    status = 413
+    code = "payload_too_large"
+
+
+class ServiceUnavailableError(ApiError):
+    """A dependency the answer needs is down; the request can be retried."""
+
+    status = 503
+    code = "service_unavailable"
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}

@@ -1,0 +1,199 @@
+"""Every environment variable the service reads, parsed and validated once.
+
+Nothing else in the code base reads ``os.environ``: a module that needs a setting calls
+:func:`get_settings`. Invalid values fail at start (cold start for Lambda, process start locally)
+with a message naming the variable, never later in the middle of a request.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+#: Space levels and their default ranking weights (spec: "Level weights").
+DEFAULT_LEVEL_WEIGHTS: dict[str, float] = {
+    "subproject": 1.40,
+    "project": 1.20,
+    "team": 1.00,
+    "group": 1.00,
+    "department": 0.92,
+    "business_unit": 0.88,
+    "organisation": 0.85,
+    "personal": 0.85,
+}
+
+#: A placeholder that ships in samples and must never be used outside local mode.
+PLACEHOLDER_SECRET = "change-me"
+
+
+class SettingsError(RuntimeError):
+    """The environment holds an invalid value; the message names the variable."""
+
+
+class Environment(StrEnum):
+    LOCAL = "local"
+    AWS = "aws"
+
+
+class SearchBackend(StrEnum):
+    EXACT = "exact"
+    PGVECTOR = "pgvector"
+
+
+def _env(name: str, default: Any = None, **kwargs: Any) -> Any:
+    """A field read from exactly the environment variable ``name``."""
+    if "default_factory" in kwargs:
+        return Field(validation_alias=AliasChoices(name), **kwargs)
+    return Field(default, validation_alias=AliasChoices(name), **kwargs)
+
+
+def parse_level_weights(raw: str) -> dict[str, float]:
+    """Parse ``level=weight,...`` (``KEYSTONE_CONTEXT_LEVEL_WEIGHTS``) into overrides.
+
+    Weights follow the same rule as organisation overrides: in (0, 10], at most 4 decimals.
+    """
+    overrides: dict[str, float] = {}
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        level, sep, value = item.partition("=")
+        level = level.strip()
+        if not sep or level not in DEFAULT_LEVEL_WEIGHTS:
+            raise ValueError(f"expected level=weight with a level in {sorted(DEFAULT_LEVEL_WEIGHTS)}")
+        if not re.fullmatch(r"\d+(\.\d{1,4})?", value.strip()):
+            raise ValueError(f"weight for {level!r} must be a number with at most 4 decimals")
+        weight = float(value)
+        if not 0 < weight <= 10:
+            raise ValueError(f"weight for {level!r} must be in (0, 10]")
+        overrides[level] = weight
+    return overrides
+
+
+class Settings(BaseSettings):
+    """The service configuration. Field names are ours; aliases are the variables' exact names."""
+
+    model_config = SettingsConfigDict(populate_by_name=False, extra="ignore", frozen=True)
+
+    # --- runtime -------------------------------------------------------------------------------
+    environment: Environment = _env("KEYSTONE_ENVIRONMENT", Environment.LOCAL)
+    home: Path = _env("CONTEXT_LEDGER_HOME", Path(".context-ledger"))
+
+    # --- database ------------------------------------------------------------------------------
+    database_url: str | None = _env("DATABASE_URL")
+    database_secret_arn: str | None = _env("KEYSTONE_DATABASE_SECRET_ARN")
+    db_pool_min_size: int = _env("KEYSTONE_DB_POOL_MIN", 1, ge=0, le=50)
+    db_pool_max_size: int = _env("KEYSTONE_DB_POOL_MAX", 4, ge=1, le=100)
+
+    # --- authentication ------------------------------------------------------------------------
+    jwks_url: str | None = _env("KEYSTONE_AUTH_JWKS_URL")
+    auth_issuer: str = _env("KEYSTONE_AUTH_ISSUER", "context-ledger-local", min_length=1)
+    auth_audience: str = _env("KEYSTONE_AUTH_AUDIENCE", "context-ledger", min_length=1)
+    auth_leeway_seconds: int = _env("KEYSTONE_AUTH_LEEWAY_SECONDS", 30, ge=0, le=300)
+    jwks_cache_seconds: int = _env("KEYSTONE_AUTH_JWKS_CACHE_SECONDS", 300, ge=0, le=86400)
+
+    # --- evidence chain and attribution --------------------------------------------------------
+    evidence_hmac_secret_arn: str | None = _env("KEYSTONE_EVIDENCE_HMAC_SECRET_ARN")
+    evidence_hmac_key: str | None = _env("KEYSTONE_EVIDENCE_HMAC_KEY", repr=False)
+    evidence_key_id: str = _env("KEYSTONE_EVIDENCE_KEY_ID", "local-1", pattern=r"^[\w.:-]{1,64}$")
+    attribution_queue_url: str | None = _env("KEYSTONE_ATTRIBUTION_QUEUE_URL")
+
+    # --- context API (spec: retrieval-and-attribution) ----------------------------------------
+    search_backend: SearchBackend = _env("KEYSTONE_CONTEXT_SEARCH_BACKEND", SearchBackend.EXACT)
+    level_weights: Annotated[dict[str, float], NoDecode] = _env(
+        "KEYSTONE_CONTEXT_LEVEL_WEIGHTS", default_factory=dict
+    )
+    embeddings_url: str | None = _env("KEYSTONE_CONTEXT_EMBEDDINGS_URL")
+    embeddings_model: str | None = _env("KEYSTONE_CONTEXT_EMBEDDINGS_MODEL")
+    embeddings_dimensions: int | None = _env("KEYSTONE_CONTEXT_EMBEDDINGS_DIMENSIONS", ge=1, le=16000)
+    embeddings_api_key: str | None = _env("KEYSTONE_CONTEXT_EMBEDDINGS_API_KEY", repr=False)
+    embeddings_internal_hosts: Annotated[tuple[str, ...], NoDecode] = _env(
+        "KEYSTONE_CONTEXT_EMBEDDINGS_INTERNAL_HOSTS", ()
+    )
+    embeddings_external: bool | None = _env("KEYSTONE_CONTEXT_EMBEDDINGS_EXTERNAL")
+
+    # --- model gateway -------------------------------------------------------------------------
+    models_provider_url: str | None = _env("KEYSTONE_MODELS_PROVIDER_URL")
+    models_provider_api_key: str | None = _env("KEYSTONE_MODELS_PROVIDER_API_KEY", repr=False)
+    models_context_link_wait_ms: int = _env(
+        "KEYSTONE_MODELS_CONTEXT_LINK_WAIT_MS", 750, ge=0, le=30000
+    )
+
+    # --- memory API (spec: memory-relevant-api) ------------------------------------------------
+    memory_max_candidates: int = _env("VENKAI_RETRIEVAL_MAX_CANDIDATES", 10000, ge=1, le=1_000_000)
+
+    @field_validator("level_weights", mode="before")
+    @classmethod
+    def _parse_level_weights(cls, value: Any) -> Any:
+        return parse_level_weights(value) if isinstance(value, str) else value
+
+    @field_validator("embeddings_internal_hosts", mode="before")
+    @classmethod
+    def _parse_hosts(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(h.strip().lower() for h in value.split(",") if h.strip())
+        return value
+
+    @field_validator("embeddings_url", "models_provider_url", "jwks_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^(https?|file)://[^\s]+$", value):
+            raise ValueError("must be an http(s):// or file:// URL")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Settings:
+        if self.db_pool_min_size > self.db_pool_max_size:
+            raise ValueError("KEYSTONE_DB_POOL_MIN must not exceed KEYSTONE_DB_POOL_MAX")
+        if self.environment is Environment.AWS:
+            if not (self.database_url or self.database_secret_arn):
+                raise ValueError("DATABASE_URL or KEYSTONE_DATABASE_SECRET_ARN must be set")
+            if not self.jwks_url:
+                raise ValueError("KEYSTONE_AUTH_JWKS_URL must be set")
+            if self.evidence_hmac_key == PLACEHOLDER_SECRET:
+                raise ValueError("KEYSTONE_EVIDENCE_HMAC_KEY holds the placeholder secret")
+        return self
+
+    @property
+    def effective_level_weights(self) -> dict[str, float]:
+        """Defaults from the spec with the operator's overrides applied."""
+        return {**DEFAULT_LEVEL_WEIGHTS, **self.level_weights}
+
+    def is_internal_host(self, host: str) -> bool:
+        """True when an endpoint on ``host`` is inside the deployment (loopback or listed)."""
+        host = host.lower().strip("[]")
+        if host == "localhost" or host in self.embeddings_internal_hosts:
+            return True
+        try:
+            return ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return False
+
+
+def _describe(error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        name = ".".join(str(part) for part in item["loc"]) or "settings"
+        alias = Settings.model_fields.get(name)
+        if alias is not None and isinstance(alias.validation_alias, AliasChoices):
+            name = str(alias.validation_alias.choices[0])
+        lines.append(f"{name}: {item['msg']}")
+    return "invalid configuration: " + "; ".join(lines)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read the environment (plus explicit overrides, used by tests) or raise SettingsError."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise SettingsError(_describe(exc)) from None
+
+
+@functools.cache
+def get_settings() -> Settings:
+    """The process-wide settings, read once."""
+    return load_settings()

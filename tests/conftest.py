@@ -1,0 +1,117 @@
+"""Test session fixtures: one real PostgreSQL (embedded, with pgvector) and one moto SQS server.
+
+Set ``DATABASE_URL`` to run against another PostgreSQL instead; each session then creates and drops
+its own database on it, so a developer's data is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+# The tests configure the service through the environment, exactly as Lambda does. These are set
+# before any context_ledger module reads its settings.
+os.environ.setdefault("KEYSTONE_ENVIRONMENT", "local")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "context-ledger-tests")
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+
+from context_ledger.db import close_pool  # noqa: E402
+from context_ledger.db.migrate import migrate  # noqa: E402
+from context_ledger.local.postgres import ensure_database, start_embedded  # noqa: E402
+from context_ledger.settings import get_settings  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def pg_server_uri() -> Iterator[str]:
+    """A PostgreSQL server: DATABASE_URL if given, else an embedded one in a temp directory."""
+    external = os.environ.get("DATABASE_URL")
+    if external:
+        yield external
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="ctxl-test-pg-"))
+    server = start_embedded(tmp / "pgdata")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def database_url(pg_server_uri: str) -> Iterator[str]:
+    """A fresh, migrated database for this session; DATABASE_URL points at it."""
+    name = f"ctxl_test_{secrets.token_hex(4)}"
+    url = ensure_database(pg_server_uri, name)
+    migrate(url)
+    previous = os.environ.get("DATABASE_URL")
+    os.environ["DATABASE_URL"] = url
+    get_settings.cache_clear()
+    try:
+        yield url
+    finally:
+        close_pool()
+        if previous is None:
+            os.environ.pop("DATABASE_URL", None)
+        else:
+            os.environ["DATABASE_URL"] = previous
+        get_settings.cache_clear()
+        with psycopg.connect(pg_server_uri, autocommit=True) as conn:
+            conn.execute(
+                psycopg.sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                    psycopg.sql.Identifier(name)
+                )
+            )
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[str]:
+    """A migrated database emptied after the test (every table but schema_migrations)."""
+    yield database_url
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+                " AND tablename <> 'schema_migrations'"
+            )
+        ]
+        if tables:
+            conn.execute(
+                psycopg.sql.SQL("TRUNCATE {} CASCADE").format(
+                    psycopg.sql.SQL(", ").join(psycopg.sql.Identifier(t) for t in tables)
+                )
+            )
+
+
+@pytest.fixture(scope="session")
+def sqs_endpoint() -> Iterator[str]:
+    """moto's SQS server on loopback; boto3 reaches it through AWS_ENDPOINT_URL_SQS."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    previous = os.environ.get("AWS_ENDPOINT_URL_SQS")
+    os.environ["AWS_ENDPOINT_URL_SQS"] = endpoint
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+        if previous is None:
+            os.environ.pop("AWS_ENDPOINT_URL_SQS", None)
+        else:
+            os.environ["AWS_ENDPOINT_URL_SQS"] = previous

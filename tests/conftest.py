@@ -25,10 +25,10 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "context-ledger-tests")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 
-from context_ledger.db import close_pool  # noqa: E402
-from context_ledger.db.migrate import migrate  # noqa: E402
-from context_ledger.local.postgres import ensure_database, start_embedded  # noqa: E402
-from context_ledger.settings import get_settings  # noqa: E402
+from context_ledger.db import close_pool
+from context_ledger.db.migrate import migrate
+from context_ledger.local.postgres import ensure_database, start_embedded
+from context_ledger.settings import get_settings
 
 
 @pytest.fixture(scope="session")

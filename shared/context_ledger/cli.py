@@ -1,0 +1,183 @@
+"""The ``context-ledger`` command: local runtime, tokens, organisations, API keys, migrations.
+
+Every command works against ``CONTEXT_LEDGER_HOME`` (default ``.context-ledger/``), including
+while ``context-ledger dev`` runs on the same home.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import uuid
+from pathlib import Path
+
+from context_ledger.settings import SettingsError, get_settings
+
+DEFAULT_TEMPLATE = Path("template.yaml")
+
+
+def _uuid(value: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a UUID: {value}") from None
+
+
+def _cmd_migrate(_: argparse.Namespace) -> int:
+    from context_ledger.local.environment import prepare_local
+
+    prepare_local()
+    print("database is up to date")
+    return 0
+
+
+def _cmd_dev(args: argparse.Namespace) -> int:
+    from context_ledger.local.environment import prepare_local
+    from context_ledger.local.runtime import serve
+
+    env = prepare_local()
+    print(f"context-ledger: home {env.home}, serving on http://127.0.0.1:{args.port}", flush=True)
+    serve(args.template, port=args.port, env=env.variables())
+    return 0
+
+
+def _cmd_invoke(args: argparse.Namespace) -> int:
+    from context_ledger.local.environment import prepare_local
+    from context_ledger.local.runtime import LocalRuntime
+
+    env = prepare_local()
+    event = json.loads(Path(args.event).read_text())
+    with LocalRuntime(args.template, port=0, env=env.variables()) as runtime:
+        result = runtime.invoke(args.function, event)
+    print(json.dumps(result, indent=2, default=str))
+    return 0
+
+
+def _token(args: argparse.Namespace, *, org_id: uuid.UUID, user_id: str, scopes: list[str]) -> str:
+    from context_ledger.auth.local_keys import ensure_local_keys, issue_token
+
+    settings = get_settings()
+    return issue_token(
+        ensure_local_keys(settings.home.resolve()),
+        issuer=settings.auth_issuer,
+        audience=settings.auth_audience,
+        org_id=org_id,
+        user_id=user_id,
+        client_id=args.client,
+        scopes=frozenset(scopes),
+        groups=frozenset(args.group or []),
+        service=args.service,
+        ttl_seconds=args.ttl,
+    )
+
+
+def _cmd_token(args: argparse.Namespace) -> int:
+    print(_token(args, org_id=args.org, user_id=args.user, scopes=args.scope or []))
+    return 0
+
+
+def _cmd_org_create(args: argparse.Namespace) -> int:
+    from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
+    from context_ledger.db import connection
+    from context_ledger.local.environment import prepare_local
+    from context_ledger.spaces.service import create_organisation
+
+    prepare_local().apply()
+    with connection() as conn:
+        org = create_organisation(conn, name=args.name)
+    token = _token(args, org_id=org.id, user_id=args.admin_user, scopes=[SCOPE_CONTEXT_ADMIN])
+    # Shell-friendly: eval "$(context-ledger org create Acme)" sets the three variables.
+    print(f"ORG_ID={org.id}")
+    print(f"ORG_SPACE_ID={org.space_id}")
+    print(f"ADMIN_TOKEN={shlex.quote(token)}")
+    return 0
+
+
+def _cmd_apikey_create(args: argparse.Namespace) -> int:
+    from context_ledger.auth.api_keys import create_api_key
+    from context_ledger.db import connection
+    from context_ledger.local.environment import prepare_local
+
+    prepare_local().apply()
+    with connection() as conn:
+        issued = create_api_key(
+            conn,
+            org_id=args.org,
+            user_id=args.user,
+            name=args.name,
+            scopes=frozenset(args.scope or []),
+            groups=frozenset(args.group or []),
+            service=args.service,
+        )
+    print(f"API_KEY_ID={issued.id}")
+    print(f"API_KEY={issued.key}")
+    return 0
+
+
+def _identity_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--org", type=_uuid, required=True, help="organisation id")
+    parser.add_argument("--user", required=True, help="user id (the token's sub)")
+    parser.add_argument("--scope", action="append", help="a scope, e.g. context:admin (repeat)")
+    parser.add_argument("--group", action="append", help="a group the user belongs to (repeat)")
+    parser.add_argument("--service", action="store_true", help="a service, not a person")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="context-ledger", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    dev = commands.add_parser("dev", help="serve template.yaml locally (API, queues, schedules)")
+    dev.add_argument("--port", type=int, default=3000)
+    dev.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE)
+    dev.set_defaults(run=_cmd_dev)
+
+    commands.add_parser("migrate", help="apply pending database migrations").set_defaults(
+        run=_cmd_migrate
+    )
+
+    invoke = commands.add_parser("invoke", help="invoke one function with an event file")
+    invoke.add_argument("function", help="logical id or folder name, e.g. SpacesFunction, spaces")
+    invoke.add_argument("event", type=Path, help="event JSON file, e.g. events/spaces-list.json")
+    invoke.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE)
+    invoke.set_defaults(run=_cmd_invoke)
+
+    token = commands.add_parser("token", help="print a token the local authorizer accepts")
+    _identity_options(token)
+    token.add_argument("--client", default="context-ledger-cli", help="OAuth client id")
+    token.add_argument("--ttl", type=int, default=12 * 3600, help="lifetime in seconds")
+    token.set_defaults(run=_cmd_token)
+
+    org = commands.add_parser("org", help="organisations").add_subparsers(
+        dest="org_command", required=True
+    )
+    org_create = org.add_parser("create", help="create an organisation; print an admin token")
+    org_create.add_argument("name")
+    org_create.add_argument("--admin-user", default="admin", help="user id of the admin token")
+    org_create.add_argument("--client", default="context-ledger-cli")
+    org_create.add_argument("--ttl", type=int, default=12 * 3600)
+    org_create.set_defaults(run=_cmd_org_create, group=None, service=False)
+
+    apikey = commands.add_parser("apikey", help="API keys").add_subparsers(
+        dest="apikey_command", required=True
+    )
+    apikey_create = apikey.add_parser("create", help="create an API key; print it once")
+    _identity_options(apikey_create)
+    apikey_create.add_argument("--name", default="", help="a label for the key")
+    apikey_create.set_defaults(run=_cmd_apikey_create)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        get_settings()
+        return args.run(args)
+    except SettingsError as exc:
+        print(f"context-ledger: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

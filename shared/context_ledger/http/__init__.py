@@ -1,0 +1,1 @@
+"""HTTP edge: FastAPI routers per endpoint group, request models, errors, the Lambda adapter."""

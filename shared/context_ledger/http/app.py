@@ -1,0 +1,78 @@
+"""Build a FastAPI app from routers, with the one error body and the body size limit."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from context_ledger.errors import ApiError, error_body
+from context_ledger.log import logger
+
+#: Default request body limit; endpoints that take bulk content raise it for their function.
+DEFAULT_MAX_BODY_BYTES = 1_000_000
+
+_STARLETTE_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse(error_body(code, message), status_code=status)
+
+
+def _describe_validation(exc: RequestValidationError) -> tuple[int, str, str]:
+    errors = exc.errors()
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return 400, "invalid_request", "request body is not valid JSON"
+    parts = []
+    for item in errors[:5]:
+        where = ".".join(str(p) for p in item.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{where}: {item.get('msg', 'invalid')}")
+    return 422, "validation_failed", "; ".join(parts)
+
+
+async def _api_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return _error(exc.status, exc.code, exc.message)
+
+
+async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    return _error(*_describe_validation(exc))
+
+
+async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _STARLETTE_CODES.get(exc.status_code, "http_error")
+    return _error(exc.status_code, code, str(exc.detail))
+
+
+async def _unexpected_error(_: Request, exc: Exception) -> JSONResponse:
+    logger.exception("unhandled error")
+    return _error(500, "internal_error", "internal error; the request id is in the logs")
+
+
+def create_app(
+    *routers: APIRouter, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, title: str = "Context Ledger"
+) -> FastAPI:
+    app = FastAPI(title=title, docs_url=None, redoc_url=None)
+    for router in routers:
+        app.include_router(router)
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected_error)
+
+    @app.middleware("http")
+    async def limit_body(
+        request: Request, call_next: Callable[[Request], Awaitable[JSONResponse]]
+    ) -> JSONResponse:
+        declared = request.headers.get("content-length")
+        too_big = declared is not None and declared.isdigit() and int(declared) > max_body_bytes
+        if too_big or len(await request.body()) > max_body_bytes:
+            return _error(413, "payload_too_large", f"request body exceeds {max_body_bytes} bytes")
+        return await call_next(request)
+
+    return app

@@ -1,0 +1,27 @@
+"""Wrap a FastAPI app as a Lambda handler for HTTP API events."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.logging import correlation_paths
+from fastapi import FastAPI
+from mangum import Mangum
+
+from context_ledger.log import logger
+
+LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+def lambda_handler(app: FastAPI) -> LambdaHandler:
+    """Mangum adapter with the API Gateway request id as every log line's correlation id."""
+    adapter = Mangum(app, lifespan="off")
+
+    @logger.inject_lambda_context(
+        correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True
+    )
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return adapter(event, context)
+
+    return handler

@@ -1,0 +1,1 @@
+"""Organisations, the space hierarchy, grants and permissions."""

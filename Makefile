@@ -1,0 +1,50 @@
+# The few commands a person types. Everything installs itself into .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SAM_VENV := .venv-sam
+export SAM_CLI_TELEMETRY := 0
+# sam build installs the layer for the Lambda runtime, so it needs a python3.12 on PATH.
+PY312 ?= $(shell command -v python3.12 2>/dev/null || ls -d $$HOME/.pyenv/versions/3.12*/bin/python3.12 2>/dev/null | head -n1)
+
+.PHONY: install dev demo test lint lint-sam format build clean
+
+$(BIN)/context-ledger: pyproject.toml shared/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(BIN)/context-ledger
+
+dev: install  ## serve template.yaml on http://127.0.0.1:3000 (PORT=N to change)
+	$(BIN)/context-ledger dev --port $${PORT:-3000}
+
+demo: install  ## start the service, walk through the README's curl steps, stop
+	bash scripts/demo.sh
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/cfn-lint template.yaml
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+test: lint
+	$(BIN)/pytest
+
+lint-sam: $(SAM_VENV)/bin/sam  ## SAM's own validation (installs aws-sam-cli into .venv-sam once)
+	$(SAM_VENV)/bin/sam validate --lint
+
+$(SAM_VENV)/bin/sam:
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet aws-sam-cli==1.170.0
+
+build: $(SAM_VENV)/bin/sam  ## sam build (no Docker): functions + the shared layer
+	@test -n "$(PY312)" || { echo "sam build needs python3.12 on PATH (set PY312=...)"; exit 1; }
+	PATH="$$(dirname $(PY312)):$$PATH" $(SAM_VENV)/bin/sam build
+
+clean:
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .ruff_cache

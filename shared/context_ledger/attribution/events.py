@@ -1,0 +1,68 @@
+"""The attribution event: what a retrieval publishes to the queue and the writer appends.
+
+Message body (JSON)::
+
+    {"recordId": "<uuid>", "category": "context_attribution", "orgId": "<uuid>",
+     "record": {"requestId": "...", "attributionId": "<uuid>", "userId": "...", "spaceId": "<uuid>",
+                ...}}
+
+``recordId`` is the idempotency key of the chain entry: the publisher makes it once per event, so
+a redelivered or re-sent message never becomes a second entry. ``record`` may carry more fields
+(lens, source ids, chunks, client); they are stored as sent, so they must be canonical-encodable:
+no floats, integers within ±(2**53 - 1).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from context_ledger.evidence.canonical import CanonicalEncodingError
+from context_ledger.evidence.chain import ChainError, encode_entry, org_chain
+
+CATEGORY = "context_attribution"
+
+
+class AttributionRecord(BaseModel):
+    """The record of one retrieval; the named fields feed the ``attributions`` lookup row."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
+
+    request_id: str = Field(alias="requestId", min_length=1, max_length=128)
+    attribution_id: uuid.UUID = Field(alias="attributionId")
+    user_id: str = Field(alias="userId", min_length=1, max_length=255)
+    space_id: uuid.UUID | None = Field(default=None, alias="spaceId")
+
+
+class AttributionEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    record_id: uuid.UUID = Field(alias="recordId")
+    category: Literal["context_attribution"]
+    org_id: uuid.UUID = Field(alias="orgId")
+    record: AttributionRecord
+
+    @property
+    def chain(self) -> str:
+        return org_chain(self.org_id)
+
+    def record_data(self) -> dict[str, Any]:
+        """The record as stored in the chain: wire names, UUIDs in canonical lower-case form."""
+        return self.record.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+    @model_validator(mode="after")
+    def _appendable(self) -> AttributionEvent:
+        """Refuse here what the chain would refuse later, so a bad event is a poison message."""
+        try:
+            encode_entry(
+                chain=self.chain,
+                category=self.category,
+                record_id=self.record_id,
+                org_id=self.org_id,
+                record=self.record_data(),
+            )
+        except (CanonicalEncodingError, ChainError) as exc:
+            raise ValueError(str(exc)) from None
+        return self

@@ -11,10 +11,23 @@ from context_ledger.db.migrate import MigrationError, available_migrations, migr
 from context_ledger.local.postgres import ensure_database
 
 EXPECTED_TABLES = {
-    "organisations", "spaces", "grants", "api_keys", "sources", "index_versions", "chunks",
-    "code_edges", "evidence_chain", "evidence_chain_heads", "evidence_checkpoints",
-    "attributions", "attribution_links", "model_logs", "memory_entries", "memory_revisions",
-}  # fmt: skip
+    "organisations",
+    "spaces",
+    "grants",
+    "api_keys",
+    "sources",
+    "index_versions",
+    "chunks",
+    "code_edges",
+    "evidence_chain",
+    "evidence_chain_heads",
+    "evidence_checkpoints",
+    "attributions",
+    "attribution_links",
+    "model_logs",
+    "memory_entries",
+    "memory_revisions",
+}
 
 
 @pytest.fixture

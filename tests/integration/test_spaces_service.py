@@ -17,8 +17,13 @@ SEARCH, ADMIN = Permission.SEARCH, Permission.ADMIN
 
 
 def person(org: service.Organisation, user: str, *scopes: str, groups=()) -> Principal:
-    return Principal(org_id=org.id, user_id=user, client_id="test", scopes=frozenset(scopes),
-                     groups=frozenset(groups))  # fmt: skip
+    return Principal(
+        org_id=org.id,
+        user_id=user,
+        client_id="test",
+        scopes=frozenset(scopes),
+        groups=frozenset(groups),
+    )
 
 
 @pytest.fixture
@@ -45,8 +50,9 @@ def make(principal: Principal, name: str, level: Level, parent: uuid.UUID | None
 
 def grant(principal: Principal, space_id: uuid.UUID, subject: str, *permissions: Permission):
     with connection() as conn:
-        service.set_grants(conn, principal, space_id=space_id, subject=subject,
-                           permissions=list(permissions))  # fmt: skip
+        service.set_grants(
+            conn, principal, space_id=space_id, subject=subject, permissions=list(permissions)
+        )
 
 
 def get(principal: Principal, space_id: uuid.UUID) -> service.Space:
@@ -150,8 +156,9 @@ def test_a_top_level_space_needs_the_context_admin_scope(org, admin) -> None:
     assert created.parent_id == org.space_id
 
 
-@pytest.mark.parametrize(("child", "parent"), [(Level.DEPARTMENT, Level.TEAM),
-                                               (Level.TEAM, Level.TEAM)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("child", "parent"), [(Level.DEPARTMENT, Level.TEAM), (Level.TEAM, Level.TEAM)]
+)
 def test_a_space_must_sit_below_its_parents_level(org, admin, child, parent) -> None:
     upper = make(admin, "Upper", parent)
 

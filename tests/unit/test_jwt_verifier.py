@@ -34,8 +34,14 @@ def verifier(keys) -> JwtVerifier:
 
 def _claims(**overrides) -> dict:
     now = int(time.time())
-    claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "org_id": str(ORG),
-              "exp": now + 600, "iat": now}  # fmt: skip
+    claims = {
+        "iss": ISSUER,
+        "aud": AUDIENCE,
+        "sub": "alice",
+        "org_id": str(ORG),
+        "exp": now + 600,
+        "iat": now,
+    }
     claims.update(overrides)
     return {k: v for k, v in claims.items() if v is not None}
 
@@ -46,9 +52,16 @@ def _sign(keys, claims: dict, *, kid: str | None = None, key=None) -> str:
 
 
 def test_a_valid_token_yields_its_principal(keys, verifier) -> None:
-    token = issue_token(keys, issuer=ISSUER, audience=AUDIENCE, org_id=ORG, user_id="alice",
-                        client_id="editor", scopes=frozenset({"context:admin"}),
-                        groups=frozenset({"eng"}))  # fmt: skip
+    token = issue_token(
+        keys,
+        issuer=ISSUER,
+        audience=AUDIENCE,
+        org_id=ORG,
+        user_id="alice",
+        client_id="editor",
+        scopes=frozenset({"context:admin"}),
+        groups=frozenset({"eng"}),
+    )
 
     principal = verifier.verify(token)
 
@@ -62,8 +75,9 @@ def test_a_valid_token_yields_its_principal(keys, verifier) -> None:
 
 
 def test_a_service_token_is_not_a_person(keys, verifier) -> None:
-    token = issue_token(keys, issuer=ISSUER, audience=AUDIENCE, org_id=ORG, user_id="ci-bot",
-                        service=True)  # fmt: skip
+    token = issue_token(
+        keys, issuer=ISSUER, audience=AUDIENCE, org_id=ORG, user_id="ci-bot", service=True
+    )
 
     assert verifier.verify(token).is_person is False
 
@@ -121,8 +135,9 @@ def test_garbage_is_a_malformed_token(verifier) -> None:
 
 
 def test_a_rotated_key_is_picked_up_after_the_refresh_interval(keys, tmp_path: Path) -> None:
-    verifier = JwtVerifier(jwks_url=keys.jwks_url, issuer=ISSUER, audience=AUDIENCE, leeway=0,
-                           cache_s=0)  # fmt: skip
+    verifier = JwtVerifier(
+        jwks_url=keys.jwks_url, issuer=ISSUER, audience=AUDIENCE, leeway=0, cache_s=0
+    )
     verifier.verify(_sign(keys, _claims()))
     new_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(new_key.public_key()))

@@ -27,8 +27,9 @@ def test_principal_round_trips_through_the_authorizer_context() -> None:
 
 
 def test_grant_subjects_cover_the_user_and_each_group() -> None:
-    principal = Principal(org_id=uuid.uuid4(), user_id="bob", client_id=None,
-                          groups=frozenset({"b", "a"}))  # fmt: skip
+    principal = Principal(
+        org_id=uuid.uuid4(), user_id="bob", client_id=None, groups=frozenset({"b", "a"})
+    )
 
     assert principal.subjects == ["user:bob", "group:a", "group:b"]
 

@@ -7,6 +7,7 @@ while ``context-ledger dev`` runs on the same home.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import shlex
 import sys
@@ -39,7 +40,16 @@ def _cmd_dev(args: argparse.Namespace) -> int:
 
     env = prepare_local()
     print(f"context-ledger: home {env.home}, serving on http://127.0.0.1:{args.port}", flush=True)
-    serve(args.template, port=args.port, env=env.variables())
+    try:
+        serve(args.template, port=args.port, env=env.variables())
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        print(
+            f"context-ledger: port {args.port} is in use; pick another with --port N",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
@@ -50,7 +60,11 @@ def _cmd_invoke(args: argparse.Namespace) -> int:
     env = prepare_local()
     event = json.loads(Path(args.event).read_text())
     with LocalRuntime(args.template, port=0, env=env.variables()) as runtime:
-        result = runtime.invoke(args.function, event)
+        try:
+            result = runtime.invoke(args.function, event)
+        except Exception as exc:  # reported like Lambda reports a function error
+            print(json.dumps({"errorType": type(exc).__name__, "errorMessage": str(exc)}, indent=2))
+            return 1
     print(json.dumps(result, indent=2, default=str))
     return 0
 

@@ -226,3 +226,9 @@ def test_a_grant_subject_must_be_a_user_or_group(org, admin, subject) -> None:
 
     with pytest.raises(ValidationFailedError, match="subject"):
         grant(admin, team.id, subject, SEARCH)
+
+
+def test_a_token_of_an_unregistered_organisation_sees_no_spaces(db) -> None:
+    unknown = service.Organisation(id=uuid.uuid4(), name="nowhere", space_id=uuid.uuid4())
+
+    assert listed(person(unknown, "alice")) == {}

@@ -119,7 +119,8 @@ def list_spaces(conn: psycopg.Connection, principal: Principal) -> list[Space]:
         personal = store.ensure_personal_space(
             conn, org_id=principal.org_id, user_id=principal.user_id
         )
-        found.append(Space.from_row(personal, ALL_PERMISSIONS))
+        if personal is not None:
+            found.append(Space.from_row(personal, ALL_PERMISSIONS))
     return sorted(found, key=lambda s: (s.created_at, str(s.id)))
 
 

@@ -102,14 +102,17 @@ def organisation_space(conn: psycopg.Connection, *, org_id: uuid.UUID) -> Row | 
     return conn.execute(_ORG_SPACE, {"org_id": org_id}).fetchone()
 
 
-def ensure_personal_space(conn: psycopg.Connection, *, org_id: uuid.UUID, user_id: str) -> Row:
-    """The user's personal space, created on first use (safe under concurrent first uses)."""
+def ensure_personal_space(
+    conn: psycopg.Connection, *, org_id: uuid.UUID, user_id: str
+) -> Row | None:
+    """The user's personal space, created on first use (safe under concurrent first uses).
+
+    None when the organisation does not exist (a token of an organisation not registered here).
+    """
     params = {"org_id": org_id, "user_id": user_id, "name": f"Personal space of {user_id}"[:200]}
     row = conn.execute(_ENSURE_PERSONAL, params).fetchone()
-    if row is None:  # a concurrent transaction inserted it after our snapshot: read again
+    if row is None:  # a concurrent transaction inserted it after our snapshot, or no such org
         row = conn.execute(_ENSURE_PERSONAL, params).fetchone()
-    if row is None:
-        raise LookupError(f"organisation {org_id} has no organisation space")
     return row
 
 

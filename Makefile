@@ -5,7 +5,11 @@ BIN := $(VENV)/bin
 SAM_VENV := .venv-sam
 export SAM_CLI_TELEMETRY := 0
 # sam build installs the layer for the Lambda runtime, so it needs a python3.12 on PATH.
-PY312 ?= $(shell command -v python3.12 2>/dev/null || ls -d $$HOME/.pyenv/versions/3.12*/bin/python3.12 2>/dev/null | head -n1)
+# (pyenv's shim is skipped: it answers for python3.12 but fails unless 3.12 is the active version)
+PY312 ?= $(shell ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.12*/bin/python3.12 2>/dev/null | head -n1 || true)
+ifeq ($(PY312),)
+PY312 := $(shell command -v python3.12 2>/dev/null)
+endif
 
 .PHONY: install dev demo test lint lint-sam format build clean
 

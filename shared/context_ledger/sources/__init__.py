@@ -1,0 +1,1 @@
+"""Sources, index versions, chunking, full-text preparation and the code graph."""

@@ -130,6 +130,49 @@ def _cmd_apikey_create(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from context_ledger.sources.upload import UploadError, upload_folder
+
+    settings = get_settings()
+    token = args.token or settings.cli_token
+    if not token:
+        print("context-ledger: give --token or set CONTEXT_LEDGER_TOKEN", file=sys.stderr)
+        return 2
+    if not args.path.is_dir():
+        print(f"context-ledger: not a folder: {args.path}", file=sys.stderr)
+        return 2
+    with tqdm(unit="B", unit_scale=True, desc="uploading", file=sys.stderr) as bar:
+        try:
+            report = upload_folder(
+                args.path,
+                source_id=args.source,
+                url=args.url or settings.cli_url,
+                token=token,
+                max_file_bytes=args.max_file_bytes,
+                progress=bar.update,
+            )
+        except UploadError as exc:
+            print(f"context-ledger: {exc}", file=sys.stderr)
+            return 1
+    skipped = report.skipped
+    print(
+        f"published index version {report.version}: {report.files} files "
+        f"({report.bytes / 1e6:.1f} MB), {report.chunks} chunks, {report.tokens} tokens, "
+        f"{report.edges} edges, {report.embedded} embedded, {report.seconds:.1f} s; skipped "
+        f"{skipped.binary} binary, {skipped.too_large} too large, {skipped.unreadable} unreadable"
+    )
+    return 0
+
+
+def _cmd_embeddings_server(args: argparse.Namespace) -> int:
+    from context_ledger.local.embeddings_server import main as serve_embeddings
+
+    argv = ["--port", str(args.port), "--dimensions", str(args.dimensions)]
+    return serve_embeddings(argv + (["--api-key", args.api_key] if args.api_key else []))
+
+
 def _identity_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--org", type=_uuid, required=True, help="organisation id")
     parser.add_argument("--user", required=True, help="user id (the token's sub)")
@@ -156,6 +199,22 @@ def build_parser() -> argparse.ArgumentParser:
     invoke.add_argument("event", type=Path, help="event JSON file, e.g. events/spaces-list.json")
     invoke.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE)
     invoke.set_defaults(run=_cmd_invoke)
+
+    ingest = commands.add_parser("ingest", help="index a folder or git checkout into a source")
+    ingest.add_argument("path", type=Path, help="folder or git checkout")
+    ingest.add_argument("--source", type=_uuid, required=True, help="source id")
+    ingest.add_argument("--url", help="service URL (default CONTEXT_LEDGER_URL or local)")
+    ingest.add_argument("--token", help="bearer token (default CONTEXT_LEDGER_TOKEN)")
+    ingest.add_argument("--max-file-bytes", type=int, default=1_000_000, help="skip larger files")
+    ingest.set_defaults(run=_cmd_ingest)
+
+    embeddings = commands.add_parser(
+        "embeddings-server", help="serve OpenAI-compatible hashing embeddings on 127.0.0.1"
+    )
+    embeddings.add_argument("--port", type=int, default=8089)
+    embeddings.add_argument("--dimensions", type=int, default=128)
+    embeddings.add_argument("--api-key", help="require this bearer key")
+    embeddings.set_defaults(run=_cmd_embeddings_server)
 
     token = commands.add_parser("token", help="print a token the local authorizer accepts")
     _identity_options(token)

@@ -88,3 +88,10 @@ class ServiceUnavailableError(ApiError):
 
 def error_body(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
+
+
+class ConflictError(ApiError):
+    """The request conflicts with the object's current state."""
+
+    status = 409
+    code = "conflict"

@@ -127,6 +127,10 @@ class Settings(BaseSettings):
         "KEYSTONE_MODELS_CONTEXT_LINK_WAIT_MS", 750, ge=0, le=30000
     )
 
+    # --- command-line client (context-ledger ingest) -------------------------------------------
+    cli_url: str = _env("CONTEXT_LEDGER_URL", "http://127.0.0.1:3000")
+    cli_token: str | None = _env("CONTEXT_LEDGER_TOKEN", repr=False)
+
     # --- memory API (spec: memory-relevant-api) ------------------------------------------------
     memory_max_candidates: int = _env("VENKAI_RETRIEVAL_MAX_CANDIDATES", 10000, ge=1, le=1_000_000)
 
@@ -142,9 +146,16 @@ class Settings(BaseSettings):
             return tuple(h.strip().lower() for h in value.split(",") if h.strip())
         return value
 
-    @field_validator("embeddings_url", "models_provider_url", "jwks_url")
+    @field_validator("embeddings_url", "models_provider_url", "cli_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^\s]+$", value):
+            raise ValueError("must be an http(s):// URL")
+        return value
+
+    @field_validator("jwks_url")
+    @classmethod
+    def _jwks_url(cls, value: str | None) -> str | None:
         if value is not None and not re.match(r"^(https?|file)://[^\s]+$", value):
             raise ValueError("must be an http(s):// or file:// URL")
         return value
@@ -153,6 +164,10 @@ class Settings(BaseSettings):
     def _consistent(self) -> Settings:
         if self.db_pool_min_size > self.db_pool_max_size:
             raise ValueError("KEYSTONE_DB_POOL_MIN must not exceed KEYSTONE_DB_POOL_MAX")
+        if self.embeddings_url and not self.embeddings_model:
+            raise ValueError(
+                "KEYSTONE_CONTEXT_EMBEDDINGS_MODEL must be set with KEYSTONE_CONTEXT_EMBEDDINGS_URL"
+            )
         if self.environment is Environment.AWS:
             if not (self.database_url or self.database_secret_arn):
                 raise ValueError("DATABASE_URL or KEYSTONE_DATABASE_SECRET_ARN must be set")

@@ -89,3 +89,8 @@ def test_internal_hosts_are_loopback_or_listed() -> None:
     assert settings.is_internal_host("EMBED.internal")
     assert settings.is_internal_host("10.0.0.5")
     assert not settings.is_internal_host("api.openai.com")
+
+
+def test_an_embeddings_url_needs_a_model() -> None:
+    with pytest.raises(SettingsError, match="KEYSTONE_CONTEXT_EMBEDDINGS_MODEL"):
+        load_settings(KEYSTONE_CONTEXT_EMBEDDINGS_URL="http://127.0.0.1:8089/v1")

@@ -101,6 +101,22 @@ def _require_admin(permissions: frozenset[Permission], what: str) -> None:
         raise ForbiddenError(f"{what} needs context:space:admin on the space")
 
 
+def authorize_space(
+    conn: psycopg.Connection,
+    principal: Principal,
+    space_id: uuid.UUID,
+    permission: Permission,
+    *,
+    action: str,
+) -> Space:
+    """The space if the caller holds ``permission`` on it: 404 when the caller cannot see it at
+    all (or it is another organisation's), 403 when it can see it but lacks the permission."""
+    row, permissions = _visible_space(conn, principal, space_id)
+    if permission not in permissions:
+        raise ForbiddenError(f"{action} needs {permission.value} on the space")
+    return Space.from_row(row, permissions)
+
+
 def get_space(conn: psycopg.Connection, principal: Principal, space_id: uuid.UUID) -> Space:
     row, permissions = _visible_space(conn, principal, space_id)
     return Space.from_row(row, permissions)

@@ -1,0 +1,232 @@
+"""The OpenAI-compatible embeddings client.
+
+``KEYSTONE_CONTEXT_EMBEDDINGS_URL`` is the API base (``http://host:8080/v1``) and requests go to
+``{base}/embeddings``. A URL that already ends in ``/embeddings`` is used as it is, for gateways
+that publish the full endpoint rather than a base.
+
+Wire format (OpenAI ``POST /v1/embeddings``): ``{"model", "input": [texts], "encoding_format":
+"float"}`` plus ``"dimensions"`` when configured; the answer's ``data[].embedding`` are put back in
+input order by ``data[].index``, and their count and length are checked.
+
+Every failure is an :class:`EmbeddingsUnavailableError` whose message names an HTTP status or an
+exception class, never the URL (it may hold a key in its query string), the API key or input
+text. For the same reason the httpx exception is not chained: its text includes the URL.
+
+Source content must reach :meth:`EmbeddingsClient.embed` only through ``context_ledger.dlp.gate``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import functools
+import math
+import random
+import re
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from context_ledger.errors import ServiceUnavailableError
+from context_ledger.log import logger
+from context_ledger.settings import Settings, get_settings
+
+DEFAULT_BATCH_SIZE = 64
+DEFAULT_TIMEOUT_SECONDS = 10.0
+DEFAULT_MAX_ATTEMPTS = 3
+BACKOFF_BASE_SECONDS = 0.5
+BACKOFF_CAP_SECONDS = 4.0
+RETRY_AFTER_CAP_SECONDS = 10.0
+
+# Worth another try, as OpenAI's own SDK judges: timeouts, conflicts, rate limits, every 5xx.
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+# An error ``code`` from the endpoint is shown only when it looks like an identifier: some servers
+# put the offending input into their error bodies.
+_SAFE_CODE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+class EmbeddingsUnavailableError(ServiceUnavailableError):
+    """The embeddings endpoint failed or answered something unusable; nothing was embedded."""
+
+
+def endpoint_url(base: str) -> str:
+    """The embeddings endpoint for an API base (``.../v1``) or a full ``.../embeddings`` URL."""
+    base = base.rstrip("/")
+    return base if base.endswith("/embeddings") else f"{base}/embeddings"
+
+
+def backoff_seconds(attempt: int) -> float:
+    """Capped exponential backoff with equal jitter: at least half the step, at most the step."""
+    step = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
+    return step / 2 + random.uniform(0, step / 2)  # noqa: S311 (jitter, not a secret)
+
+
+def retry_after_seconds(value: str | None, *, now: datetime | None = None) -> float | None:
+    """``Retry-After`` (seconds or HTTP date), capped at RETRY_AFTER_CAP_SECONDS; None if absent."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - (now or datetime.now(UTC))).total_seconds()
+    if not math.isfinite(seconds):
+        return None
+    return min(max(seconds, 0.0), RETRY_AFTER_CAP_SECONDS)
+
+
+def parse_embeddings(body: Any, *, count: int, dimensions: int | None) -> list[list[float]]:
+    """The vectors of an OpenAI embeddings answer, in input order, checked against the request."""
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        raise EmbeddingsUnavailableError("embeddings endpoint answered without a data list")
+    if len(data) != count:
+        raise EmbeddingsUnavailableError(
+            f"embeddings endpoint answered {len(data)} embeddings for {count} inputs"
+        )
+    by_index: dict[int, list[float]] = {}
+    for item in data:
+        index = item.get("index") if isinstance(item, dict) else None
+        if type(index) is not int or not 0 <= index < count or index in by_index:
+            raise EmbeddingsUnavailableError("embeddings endpoint answered a bad or repeated index")
+        vector = _vector(item.get("embedding"))
+        if dimensions is not None and len(vector) != dimensions:
+            raise EmbeddingsUnavailableError(
+                f"embeddings endpoint answered {len(vector)} dimensions, expected {dimensions}"
+            )
+        by_index[index] = vector
+    return [by_index[i] for i in range(count)]
+
+
+def _vector(raw: Any) -> list[float]:
+    if not isinstance(raw, list) or not raw:
+        raise EmbeddingsUnavailableError("embeddings endpoint answered an empty or no embedding")
+    if not all(type(x) in (int, float) and math.isfinite(x) for x in raw):
+        raise EmbeddingsUnavailableError("embeddings endpoint answered a non-finite or non-number")
+    return [float(x) for x in raw]
+
+
+class EmbeddingsClient:
+    """Embeds texts through one OpenAI-compatible endpoint, over one reused HTTP connection pool.
+
+    Inputs go in batches of ``batch_size``; a batch is tried up to ``max_attempts`` times when
+    the endpoint is unreachable, times out, or answers 408, 409, 429 or 5xx, waiting
+    ``Retry-After`` (capped) or a jittered exponential backoff in between.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        *,
+        dimensions: int | None = None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if batch_size < 1 or max_attempts < 1:
+            raise ValueError("batch_size and max_attempts must be at least 1")
+        self.model = model
+        self.dimensions = dimensions
+        self.batch_size = batch_size
+        self.max_attempts = max_attempts
+        self._endpoint = endpoint_url(url)
+        self._sleep = sleep
+        headers = {"Accept": "application/json", "User-Agent": "context-ledger"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        # Redirects are not followed: a redirect could carry source text to another host.
+        self._http = httpx.Client(
+            headers=headers, timeout=timeout, transport=transport, follow_redirects=False
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order; raises EmbeddingsUnavailableError on any failure."""
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            vectors.extend(self._embed_batch(list(texts[start : start + self.batch_size])))
+        if len({len(v) for v in vectors}) > 1:
+            raise EmbeddingsUnavailableError("embeddings endpoint answered mixed dimensions")
+        return vectors
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        payload: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
+        if self.dimensions is not None:
+            payload["dimensions"] = self.dimensions
+        body = self._post(payload)
+        return parse_embeddings(body, count=len(texts), dimensions=self.dimensions)
+
+    def _post(self, payload: dict[str, Any]) -> Any:
+        problem = ""
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                response = self._http.post(self._endpoint, json=payload)
+            except httpx.RequestError as exc:
+                problem = f"unreachable ({type(exc).__name__})"
+                delay = backoff_seconds(attempt)
+            else:
+                if response.is_success:
+                    return _json(response)
+                problem = f"answered HTTP {response.status_code}{_error_code(response)}"
+                if response.status_code not in _RETRYABLE_STATUS and response.status_code < 500:
+                    raise EmbeddingsUnavailableError(f"embeddings endpoint {problem}")
+                delay = retry_after_seconds(response.headers.get("Retry-After"))
+                if delay is None:
+                    delay = backoff_seconds(attempt)
+            if attempt < self.max_attempts:
+                logger.warning(
+                    "embeddings request failed; retrying",
+                    extra={"problem": problem, "attempt": attempt, "delay_s": round(delay, 3)},
+                )
+                self._sleep(delay)
+        raise EmbeddingsUnavailableError(
+            f"embeddings endpoint {problem} after {self.max_attempts} attempts"
+        )
+
+
+def _json(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        raise EmbeddingsUnavailableError("embeddings endpoint answered invalid JSON") from None
+
+
+def _error_code(response: httpx.Response) -> str:
+    """`` (code)`` from an OpenAI error body when it is a plain identifier, else nothing."""
+    try:
+        error = response.json().get("error")
+        code = error.get("code") or error.get("type")
+    except (ValueError, AttributeError):
+        return ""
+    return f" ({code})" if isinstance(code, str) and _SAFE_CODE.match(code) else ""
+
+
+def client_from_settings(settings: Settings) -> EmbeddingsClient | None:
+    """The configured client, or None when no embeddings endpoint is configured."""
+    if not settings.embeddings_url or not settings.embeddings_model:  # settings ensure both or none
+        return None
+    return EmbeddingsClient(
+        settings.embeddings_url,
+        settings.embeddings_model,
+        dimensions=settings.embeddings_dimensions,
+        api_key=settings.embeddings_api_key,
+    )
+
+
+@functools.cache
+def get_embeddings_client() -> EmbeddingsClient | None:
+    """The process-wide client (a warm Lambda reuses its connections), or None."""
+    return client_from_settings(get_settings())

@@ -1,0 +1,137 @@
+"""Vector storage at run time: pgvector detection, per-dimension HNSW indexes, bulk writes.
+
+``chunks.embedding`` (real[]) is the stored vector for both backends; ``embedding_dims`` and, with
+pgvector, ``embedding_vector`` are generated from it (migration 0002). An HNSW index needs a fixed
+dimension, and that comes from configuration, so each dimension in use gets a partial index:
+
+    chunks_embedding_hnsw_<N> ON chunks USING hnsw ((embedding_vector::vector(N)))
+        WHERE embedding_dims = N
+
+A query uses it only when it orders by that same expression and its WHERE implies the predicate
+with the dimension written as a literal (a ``$1`` would not prove the predicate in a generic plan):
+:func:`vector_search_sql` spells both.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import scalar_row
+
+from context_ledger.errors import ServiceUnavailableError
+
+#: pgvector's HNSW limit for the ``vector`` type.
+MAX_HNSW_DIMENSIONS = 2000
+_INDEX_LOCK_KEY = 0x686E7377  # "hnsw": serialises concurrent ensure_vector_index calls
+
+_HAS_VECTOR_COLUMN = """
+SELECT EXISTS (
+    SELECT 1 FROM pg_attribute
+    WHERE attrelid = to_regclass('chunks') AND attname = 'embedding_vector' AND NOT attisdropped
+)
+"""
+
+_LOCK_INDEX_BUILDS = "SELECT pg_advisory_xact_lock(%(key)s)"
+
+_CREATE_INDEX = sql.SQL(
+    "CREATE INDEX IF NOT EXISTS {name} ON chunks"
+    " USING hnsw ((embedding_vector::vector({dims})) vector_cosine_ops)"
+    " WHERE embedding_dims = {dims}"
+)
+
+_CREATE_LOAD_TABLE = "CREATE TEMP TABLE embedding_load (id uuid NOT NULL, embedding real[])"
+_COPY_LOAD = "COPY embedding_load (id, embedding) FROM STDIN (FORMAT BINARY)"
+_UPDATE_FROM_LOAD = """
+UPDATE chunks SET embedding = load.embedding, embedding_model = %(model)s
+FROM embedding_load AS load
+WHERE chunks.id = load.id
+"""
+_DROP_LOAD_TABLE = "DROP TABLE embedding_load"
+
+
+class PgvectorUnavailableError(ServiceUnavailableError):
+    """The pgvector backend is configured but this database has no pgvector column (fail closed)."""
+
+
+@dataclass(frozen=True)
+class VectorSearchSql:
+    """The two fragments an HNSW-served query needs, for one dimension.
+
+    ``predicate`` goes in the WHERE clause; ``distance`` (cosine distance, 0 to 2) in ORDER BY
+    and, if wanted, the select list. The query vector is the named parameter ``query_vector``:
+    a list of floats (sent as ``float8[]`` and cast) or a pgvector ``Vector``.
+    """
+
+    predicate: sql.Composed
+    distance: sql.Composed
+
+
+def index_name(dimensions: int) -> str:
+    return f"chunks_embedding_hnsw_{dimensions}"
+
+
+def _check_dimensions(dimensions: int) -> None:
+    if type(dimensions) is not int or not 1 <= dimensions <= MAX_HNSW_DIMENSIONS:
+        raise ValueError(f"an HNSW index takes 1 to {MAX_HNSW_DIMENSIONS} dimensions")
+
+
+def pgvector_available(conn: psycopg.Connection) -> bool:
+    """True when migration 0002 could create pgvector's column (the extension was there)."""
+    with conn.cursor(row_factory=scalar_row) as cursor:
+        return bool(cursor.execute(_HAS_VECTOR_COLUMN).fetchone())
+
+
+def ensure_vector_index(conn: psycopg.Connection, dimensions: int) -> str:
+    """Create the HNSW index for ``dimensions`` unless it exists; return its name.
+
+    The build takes a lock that blocks writes to chunks (not reads) while it runs, once per
+    dimension. Raises PgvectorUnavailableError without pgvector.
+    """
+    _check_dimensions(dimensions)
+    if not pgvector_available(conn):
+        raise PgvectorUnavailableError("the pgvector search backend is not available")
+    name = index_name(dimensions)
+    statement = _CREATE_INDEX.format(name=sql.Identifier(name), dims=sql.Literal(dimensions))
+    with conn.transaction():
+        conn.execute(_LOCK_INDEX_BUILDS, {"key": _INDEX_LOCK_KEY})
+        conn.execute(statement)
+    return name
+
+
+def vector_search_sql(dimensions: int, *, table: str = "chunks") -> VectorSearchSql:
+    """The predicate and distance matching :func:`ensure_vector_index`'s index on ``table``
+    (the table's name or its alias in the query)."""
+    _check_dimensions(dimensions)
+    column = sql.Identifier(table, "embedding_vector")
+    dims = sql.Literal(dimensions)
+    return VectorSearchSql(
+        predicate=sql.SQL("{} = {}").format(sql.Identifier(table, "embedding_dims"), dims),
+        distance=sql.SQL("{column}::vector({dims}) <=> %(query_vector)s::vector({dims})").format(
+            column=column, dims=dims
+        ),
+    )
+
+
+def store_embeddings(
+    conn: psycopg.Connection, rows: Sequence[tuple[uuid.UUID, list[float]]], model: str
+) -> int:
+    """Set the embedding (and model) of existing chunks, one row per chunk; return rows updated.
+
+    One binary COPY into a temporary table and one UPDATE, whatever the number of rows. The
+    generated columns (dimension, pgvector's vector) follow in the same statement.
+    """
+    if not rows:
+        return 0
+    with conn.transaction():
+        conn.execute(_CREATE_LOAD_TABLE)
+        with conn.cursor() as cursor, cursor.copy(_COPY_LOAD) as copy:
+            copy.set_types(["uuid", "float4[]"])
+            for chunk_id, vector in rows:
+                copy.write_row((chunk_id, vector))
+        updated = conn.execute(_UPDATE_FROM_LOAD, {"model": model}).rowcount
+        conn.execute(_DROP_LOAD_TABLE)
+    return updated

@@ -1,0 +1,80 @@
+"""Identifier splitting, so full-text search finds ``parseRefund`` when asked for "parse refund".
+
+PostgreSQL's text-search parser keeps ``parseRefund`` as one word (``parserefund``), so the text
+we index for code is the content followed by the lower-cased parts of its compound identifiers.
+
+Splitting rules (``split_identifiers``):
+- ``_``, ``-`` and ``$`` separate parts: ``refund_policy``, ``kebab-case``, ``MAX_RETRIES``.
+- A lower-to-upper change starts a part: ``parseRefund`` → parse, refund.
+- An acronym ends before the capital that starts the next word: ``HTTPServerError`` → http,
+  server, error; a plural ``s`` stays with it: ``URLsFor`` → urls, for.
+- Digits stay with the letters before them, because ``int64``, ``sha256``, ``base64``, ``v2``
+  and ``http2`` are names in their own right and a lone digit is useless as a search term:
+  ``getURL2Path`` → get, url2, path. Digits that start a part stand alone: ``x86_64`` → x86, 64.
+  A token starting with a digit is a number, not an identifier: ``404``, ``1e5``, ``0x1F``.
+- Names in other scripts split at separators only: ``größe_berechnen`` → größe, berechnen.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# Runs joined by "-" count as one identifier, so kebab-case names split into their words. The
+# possessive quantifiers keep matching linear on long runs of word characters.
+_IDENTIFIER = re.compile(r"[\w$]++(?:-[\w$]++)*+")
+_SEPARATOR = re.compile(r"[_$-]+")
+_PART = re.compile(
+    r"[A-Z]{2,}s(?![a-z])"  # plural acronym: URLs
+    r"|[A-Z]+(?=[A-Z][a-z])"  # acronym before a word: HTTP|Server
+    r"|[A-Z]?[a-z]+[0-9]*"  # word, with a digit suffix: parse, Refund, sha256
+    r"|[A-Z]+[0-9]*"  # acronym at the end or before digits: URL2
+    r"|[0-9]+"
+)
+
+
+def split_identifiers(text: str) -> list[str]:
+    """Lower-cased parts of every identifier in ``text``, in order, duplicates kept.
+
+    A plain word is its own single part: ``split_identifiers("return parseRefund")`` is
+    ``["return", "parse", "refund"]``.
+    """
+    parts: list[str] = []
+    for identifier in _IDENTIFIER.findall(text):
+        parts.extend(_split(identifier))
+    return parts
+
+
+def search_text(content: str, *, code: bool) -> str:
+    """The text full-text search indexes for a chunk.
+
+    Prose is indexed as it is. Code gets a last line listing the parts of its compound
+    identifiers, each once, leaving out parts that already occur as a word of their own.
+    """
+    if not code:
+        return content
+    words: set[str] = set()
+    extra: dict[str, None] = {}
+    for identifier in dict.fromkeys(_IDENTIFIER.findall(content)):
+        parts = _split(identifier)
+        if not parts:
+            continue
+        if len(parts) == 1:
+            words.add(parts[0])
+        else:
+            extra.update(dict.fromkeys(parts))
+    added = [part for part in extra if part not in words]
+    return f"{content}\n{' '.join(added)}" if added else content
+
+
+@lru_cache(maxsize=65536)
+def _split(identifier: str) -> tuple[str, ...]:
+    """Parts of one identifier; none for a number (``404``, ``1e5``, ``0x1F``)."""
+    if identifier.isalpha() and (identifier.islower() or identifier.isupper()):
+        return (identifier.lower(),)
+    if identifier[0].isdigit() or not any(char.isalpha() for char in identifier):
+        return ()
+    if not identifier.isascii():
+        # Case rules are for ASCII names; other scripts split at separators only.
+        return tuple(part.lower() for part in _SEPARATOR.split(identifier) if part)
+    return tuple(part.lower() for part in _PART.findall(identifier))

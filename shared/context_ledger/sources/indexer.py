@@ -1,0 +1,284 @@
+"""Index builds: documents in, chunks (with full-text vectors and embeddings) and code edges out.
+
+A build is an index version in state ``building``. Batches of documents are chunked, embedded
+through the DLP gate and bulk-loaded; a document path sent again in the same build replaces its
+earlier chunks, so a retried batch is harmless. Publishing computes the code graph over the whole
+snapshot and flips ``sources.index_version`` in one transaction: searches see either the old
+version or the new one, never a mix, and never an unpublished build.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from context_ledger.dlp.gate import embed_source_texts
+from context_ledger.embeddings.client import EmbeddingsClient
+from context_ledger.sources.chunking import chunk_document
+from context_ledger.sources.code_graph import build_code_graph, graph_language
+from context_ledger.sources.model import Chunk, Classification, Document, SourceKind
+
+_CREATE_LOAD_TABLE = """
+CREATE TEMP TABLE chunk_load (
+    id uuid, ordinal integer, path text, language text, symbol text, start_line integer,
+    end_line integer, content text, content_sha256 bytea, token_count integer,
+    search_text text, embedding real[], metadata jsonb
+) ON COMMIT DROP
+"""
+
+_COPY_LOAD = """
+COPY chunk_load (id, ordinal, path, language, symbol, start_line, end_line, content,
+                 content_sha256, token_count, search_text, embedding, metadata) FROM STDIN
+"""
+
+_REPLACE_PATHS = """
+DELETE FROM chunks
+WHERE source_id = %(source_id)s AND index_version = %(version)s AND path = ANY(%(paths)s)
+"""
+
+_INSERT_FROM_LOAD = """
+INSERT INTO chunks (id, org_id, source_id, index_version, ordinal, path, language, symbol,
+                    start_line, end_line, content, content_sha256, token_count, tsv, embedding,
+                    embedding_model, metadata)
+SELECT id, %(org_id)s, %(source_id)s, %(version)s, ordinal, path, language, symbol, start_line,
+       end_line, content, content_sha256, token_count, to_tsvector('english', search_text),
+       embedding, CASE WHEN embedding IS NULL THEN NULL ELSE %(model)s END, metadata
+FROM chunk_load
+"""
+
+_REUSABLE_EMBEDDINGS = """
+SELECT DISTINCT ON (content_sha256) content_sha256, embedding
+FROM chunks
+WHERE source_id = %(source_id)s AND index_version = %(version)s
+  AND embedding_model = %(model)s AND content_sha256 = ANY(%(hashes)s)
+"""
+
+_STORE_DOCUMENT = """
+INSERT INTO index_documents (source_id, index_version, path, language, content)
+VALUES (%(source_id)s, %(version)s, %(path)s, %(language)s, %(content)s)
+ON CONFLICT (source_id, index_version, path)
+DO UPDATE SET language = EXCLUDED.language, content = EXCLUDED.content
+"""
+
+_BUILD_DOCUMENTS = """
+SELECT path, language, content FROM index_documents
+WHERE source_id = %(source_id)s AND index_version = %(version)s
+"""
+
+_SYMBOL_CHUNKS = """
+SELECT DISTINCT ON (path, symbol) id, path, symbol
+FROM chunks
+WHERE source_id = %(source_id)s AND index_version = %(version)s AND symbol IS NOT NULL
+ORDER BY path, symbol, ordinal
+"""
+
+_INSERT_EDGE = """
+INSERT INTO code_edges (source_id, index_version, from_chunk_id, to_chunk_id, relation)
+VALUES (%(source_id)s, %(version)s, %(from_id)s, %(to_id)s, %(relation)s)
+ON CONFLICT DO NOTHING
+"""
+
+_BUILD_COUNTS = """
+SELECT count(DISTINCT path) AS documents, count(*) AS chunks,
+       COALESCE(sum(token_count), 0) AS tokens, count(embedding) AS embedded
+FROM chunks WHERE source_id = %(source_id)s AND index_version = %(version)s
+"""
+
+_SET_COUNTS = """
+UPDATE index_versions
+SET document_count = %(documents)s, chunk_count = %(chunks)s, token_count = %(tokens)s,
+    embedded_count = %(embedded)s
+WHERE source_id = %(source_id)s AND version = %(version)s
+"""
+
+_DROP_BUILD_DOCUMENTS = """
+DELETE FROM index_documents WHERE source_id = %(source_id)s AND index_version = %(version)s
+"""
+
+
+@dataclass(frozen=True)
+class BuildTarget:
+    """Where a batch goes: a source (with what the gate needs to know) and its open build."""
+
+    org_id: uuid.UUID
+    source_id: uuid.UUID
+    kind: SourceKind
+    classification: Classification
+    version: int
+    #: the version searches serve now; its embeddings are reused for unchanged chunks
+    published_version: int
+
+
+@dataclass(frozen=True)
+class BatchStats:
+    documents: int
+    chunks: int
+    tokens: int
+    embedded: int
+    reused_embeddings: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class BuildCounts:
+    documents: int
+    chunks: int
+    tokens: int
+    embedded: int
+    edges: int
+
+
+def _chunks_of(documents: Sequence[Document], kind: SourceKind) -> list[tuple[int, Chunk]]:
+    """Chunks of every document with their ordinal within the document."""
+    out: list[tuple[int, Chunk]] = []
+    for document in documents:
+        out.extend(enumerate(chunk_document(document, kind=kind)))
+    return out
+
+
+def _embeddings(
+    conn: psycopg.Connection,
+    target: BuildTarget,
+    chunks: list[Chunk],
+    client: EmbeddingsClient | None,
+) -> tuple[list[list[float] | None], int]:
+    """One embedding (or None) per chunk: reused by content hash where possible, else embedded
+    through the DLP gate. Returns the vectors and how many were reused."""
+    if client is None or not chunks:
+        return [None] * len(chunks), 0
+    reused: dict[bytes, list[float]] = {}
+    if target.published_version:
+        rows = conn.execute(
+            _REUSABLE_EMBEDDINGS,
+            {
+                "source_id": target.source_id,
+                "version": target.published_version,
+                "model": client.model,
+                "hashes": list({c.content_sha256 for c in chunks}),
+            },
+        ).fetchall()
+        reused = {bytes(row["content_sha256"]): row["embedding"] for row in rows}
+    missing = [i for i, c in enumerate(chunks) if c.content_sha256 not in reused]
+    fresh = embed_source_texts(
+        classification=target.classification,
+        texts=[chunks[i].content for i in missing],
+        client=client,
+    )
+    if fresh is None:  # the gate sent nothing: the source is full-text only
+        return [None] * len(chunks), 0
+    vectors: list[list[float] | None] = [reused.get(c.content_sha256) for c in chunks]
+    for index, vector in zip(missing, fresh, strict=True):
+        vectors[index] = vector
+    return vectors, len(chunks) - len(missing)
+
+
+def add_documents(
+    conn: psycopg.Connection,
+    target: BuildTarget,
+    documents: Sequence[Document],
+    *,
+    embedder: EmbeddingsClient | None,
+) -> BatchStats:
+    """Chunk, embed and load a batch into the open build (in the caller's transaction)."""
+    started = time.perf_counter()
+    numbered = _chunks_of(documents, target.kind)
+    chunks = [chunk for _, chunk in numbered]
+    vectors, reused = _embeddings(conn, target, chunks, embedder)
+    where = {"source_id": target.source_id, "version": target.version}
+    conn.execute(_REPLACE_PATHS, {**where, "paths": sorted({d.path for d in documents})})
+    conn.execute(_CREATE_LOAD_TABLE)
+    with conn.cursor() as cursor, cursor.copy(_COPY_LOAD) as copy:
+        for (ordinal, chunk), vector in zip(numbered, vectors, strict=True):
+            copy.write_row(
+                (
+                    uuid.uuid4(),
+                    ordinal,
+                    chunk.path,
+                    chunk.language,
+                    chunk.symbol,
+                    chunk.start_line,
+                    chunk.end_line,
+                    chunk.content,
+                    chunk.content_sha256,
+                    chunk.token_count,
+                    chunk.search_text,
+                    vector,
+                    Jsonb(chunk.metadata),
+                )
+            )
+    model = embedder.model if embedder else None
+    conn.execute(_INSERT_FROM_LOAD, {**where, "org_id": target.org_id, "model": model})
+    for document in documents:
+        language = graph_language(document)
+        if language is not None:
+            conn.execute(
+                _STORE_DOCUMENT,
+                {**where, "path": document.path, "language": language, "content": document.content},
+            )
+    return BatchStats(
+        documents=len(documents),
+        chunks=len(chunks),
+        tokens=sum(c.token_count for c in chunks),
+        embedded=sum(v is not None for v in vectors),
+        reused_embeddings=reused,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _chunk_of(
+    chunk_ids: dict[tuple[str, str], uuid.UUID], path: str, symbol: str
+) -> uuid.UUID | None:
+    """The chunk holding ``symbol``: its own, or its enclosing one's (a small class is a single
+    chunk, so ``Class.method`` lives in the ``Class`` chunk)."""
+    while True:
+        found = chunk_ids.get((path, symbol))
+        if found is not None or "." not in symbol:
+            return found
+        symbol = symbol.rsplit(".", 1)[0]
+
+
+def link_code_graph(conn: psycopg.Connection, *, source_id: uuid.UUID, version: int) -> int:
+    """Compute the build's code graph from its stored documents and store the edges."""
+    where = {"source_id": source_id, "version": version}
+    documents = [
+        Document(path=row["path"], content=row["content"], language=row["language"])
+        for row in conn.execute(_BUILD_DOCUMENTS, where)
+    ]
+    if not documents:
+        return 0
+    chunk_ids = {
+        (row["path"], row["symbol"]): row["id"] for row in conn.execute(_SYMBOL_CHUNKS, where)
+    }
+    edges = []
+    for edge in build_code_graph(documents):
+        from_id = _chunk_of(chunk_ids, edge.from_path, edge.from_symbol)
+        to_id = _chunk_of(chunk_ids, edge.to_path, edge.to_symbol)
+        if from_id and to_id and from_id != to_id:
+            edges.append(
+                {**where, "from_id": from_id, "to_id": to_id, "relation": edge.relation.value}
+            )
+    with conn.cursor() as cursor:
+        cursor.executemany(_INSERT_EDGE, edges)
+    conn.execute(_DROP_BUILD_DOCUMENTS, where)
+    return len({(e["from_id"], e["to_id"], e["relation"]) for e in edges})
+
+
+def finish_build(conn: psycopg.Connection, *, source_id: uuid.UUID, version: int) -> BuildCounts:
+    """Link the code graph and record the build's counts (before it is published)."""
+    edges = link_code_graph(conn, source_id=source_id, version=version)
+    where = {"source_id": source_id, "version": version}
+    row = conn.execute(_BUILD_COUNTS, where).fetchone()
+    assert row is not None
+    conn.execute(_SET_COUNTS, {**where, **row})
+    return BuildCounts(
+        documents=row["documents"],
+        chunks=row["chunks"],
+        tokens=row["tokens"],
+        embedded=row["embedded"],
+        edges=edges,
+    )

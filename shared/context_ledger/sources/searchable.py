@@ -1,0 +1,31 @@
+"""Which chunks searches may see: those of each source's current index version, only.
+
+Every search query (full-text, vector, related code) joins through :data:`SEARCHABLE_CHUNKS`, so
+an unpublished build, a superseded version and a deleted source are invisible by construction.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import psycopg
+
+#: ``FROM`` clause of searchable chunks; bind ``org_id`` and ``source_ids``.
+SEARCHABLE_CHUNKS = """
+chunks c
+JOIN sources s ON s.id = c.source_id AND s.org_id = c.org_id AND c.index_version = s.index_version
+WHERE s.org_id = %(org_id)s AND s.id = ANY(%(source_ids)s)
+"""
+
+_CURRENT_CHUNKS = f"""
+SELECT c.id, c.source_id, c.index_version, c.path, c.symbol, c.content
+FROM {SEARCHABLE_CHUNKS}
+ORDER BY c.path, c.ordinal
+"""
+
+
+def current_chunks(
+    conn: psycopg.Connection, *, org_id: uuid.UUID, source_ids: list[uuid.UUID]
+) -> list[dict]:
+    """Every searchable chunk of the given sources (for inspection and tests)."""
+    return conn.execute(_CURRENT_CHUNKS, {"org_id": org_id, "source_ids": source_ids}).fetchall()

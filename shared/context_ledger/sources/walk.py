@@ -1,0 +1,107 @@
+"""Find the files of a folder or git checkout worth indexing.
+
+A git checkout is listed by git itself (tracked and untracked-but-not-ignored files), which honours
+every .gitignore, .git/info/exclude and the global excludes exactly as git does. A plain folder is
+walked with the .gitignore files found in it. Either way binaries (a NUL byte, or not UTF-8) and
+files over the size limit are skipped and counted.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+DEFAULT_MAX_FILE_BYTES = 1_000_000
+_SNIFF_BYTES = 8192
+_ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
+
+
+@dataclass
+class WalkReport:
+    """What the walk skipped, by reason."""
+
+    binary: int = 0
+    too_large: int = 0
+    unreadable: int = 0
+    skipped_paths: list[str] = field(default_factory=list)
+
+
+def _git_files(root: Path) -> list[str] | None:
+    if not (root / ".git").exists() or shutil.which("git") is None:
+        return None
+    result = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        return None
+    return sorted({p for p in result.stdout.decode().split("\0") if p})
+
+
+def _walked_files(root: Path) -> list[str]:
+    """Every file below ``root`` not excluded by a .gitignore on its way down."""
+    found: list[str] = []
+    specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    for directory, dirs, files in os.walk(root):
+        rel_dir = os.path.relpath(directory, root)
+        rel_dir = "" if rel_dir == "." else rel_dir + "/"
+        specs = [(base, spec) for base, spec in specs if rel_dir.startswith(base)]
+        ignore_file = Path(directory) / ".gitignore"
+        if ignore_file.is_file():
+            lines = ignore_file.read_text(errors="replace").splitlines()
+            specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d not in _ALWAYS_SKIPPED_DIRS and not _ignored(specs, rel_dir + d + "/")
+        )
+        found.extend(rel_dir + f for f in sorted(files) if not _ignored(specs, rel_dir + f))
+    return found
+
+
+def _ignored(specs: list[tuple[str, pathspec.GitIgnoreSpec]], rel: str) -> bool:
+    """Whether a .gitignore above ``rel`` (a directory ends in "/") excludes it."""
+    return any(spec.match_file(rel[len(base) :]) for base, spec in specs)
+
+
+def read_text_file(path: Path, *, max_bytes: int) -> tuple[str | None, str]:
+    """The file's text, or None and why it is skipped (``binary``, ``too_large``, ...)."""
+    try:
+        if path.stat().st_size > max_bytes:
+            return None, "too_large"
+        raw = path.read_bytes()
+    except OSError:
+        return None, "unreadable"
+    if b"\0" in raw[:_SNIFF_BYTES]:
+        return None, "binary"
+    try:
+        return raw.decode("utf-8"), "ok"
+    except UnicodeDecodeError:
+        return None, "binary"
+
+
+def iter_text_files(
+    root: Path, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES, report: WalkReport | None = None
+) -> Iterator[tuple[str, str]]:
+    """(relative path, text) for each indexable file below ``root``, in path order."""
+    report = report if report is not None else WalkReport()
+    paths = _git_files(root)
+    if paths is None:
+        paths = _walked_files(root)
+    for rel in paths:
+        path = root / rel
+        if not path.is_file() or path.is_symlink():
+            continue
+        text, reason = read_text_file(path, max_bytes=max_bytes)
+        if text is None:
+            setattr(report, reason, getattr(report, reason) + 1)
+            report.skipped_paths.append(rel)
+            continue
+        yield rel, text

@@ -1,0 +1,215 @@
+"""The stand-in embeddings server speaks OpenAI's protocol, and the client survives its failures.
+
+Everything here runs over real HTTP on loopback: the client is the production client.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from context_ledger.embeddings.client import EmbeddingsClient, EmbeddingsUnavailableError
+from context_ledger.embeddings.hashing import HashingEmbeddingProvider
+from context_ledger.local.embeddings_server import StandInEmbeddingsServer, serve_embeddings
+
+API_KEY = "sk-test-0123456789"
+SECRET_TEXT = "customer card 4111 1111 1111 1111"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[StandInEmbeddingsServer]:
+    with serve_embeddings(0, 16, api_key=API_KEY) as running:
+        yield running
+
+
+@pytest.fixture
+def stand_in(server: StandInEmbeddingsServer) -> StandInEmbeddingsServer:
+    server.reset()
+    return server
+
+
+def _client(
+    server: StandInEmbeddingsServer, sleeps: list[float] | None = None, **options
+) -> EmbeddingsClient:
+    """A client that records its backoff waits in ``sleeps`` instead of sleeping."""
+    options.setdefault("api_key", API_KEY)
+    sleeps = [] if sleeps is None else sleeps
+    return EmbeddingsClient(server.url, "stand-in", sleep=sleeps.append, **options)
+
+
+def _post(server: StandInEmbeddingsServer, body: object, key: str | None = API_KEY):
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.post(f"{server.url}/embeddings", json=body, headers=headers)
+
+
+# --- the server's protocol -------------------------------------------------------------------
+
+
+def test_an_answer_has_openais_exact_shape_with_hashing_vectors(
+    stand_in: StandInEmbeddingsServer,
+) -> None:
+    response = _post(stand_in, {"model": "m", "input": ["refund policy", "two words here"]})
+
+    assert response.status_code == 200
+    expected = HashingEmbeddingProvider(16).embed(["refund policy", "two words here"])
+    assert response.json() == {
+        "object": "list",
+        "data": [
+            {"object": "embedding", "index": 0, "embedding": expected[0]},
+            {"object": "embedding", "index": 1, "embedding": expected[1]},
+        ],
+        "model": "m",
+        "usage": {"prompt_tokens": 5, "total_tokens": 5},
+    }
+
+
+def test_dimensions_and_base64_encoding_are_honoured(stand_in: StandInEmbeddingsServer) -> None:
+    body = {"model": "m", "input": "refunds", "dimensions": 8, "encoding_format": "base64"}
+
+    encoded = _post(stand_in, body).json()["data"][0]["embedding"]
+
+    decoded = struct.unpack("<8f", base64.b64decode(encoded))
+    expected = HashingEmbeddingProvider(8).embed_text("refunds")
+    assert decoded == pytest.approx(expected, abs=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"input": ["x"]}, "model"),
+        ({"model": "m", "input": []}, "input"),
+        ({"model": "m", "input": [""]}, "input"),
+        ({"model": "m", "input": [1, 2]}, "input"),
+        ({"model": "m", "input": ["x"], "dimensions": 0}, "dimensions"),
+        ({"model": "m", "input": ["x"], "encoding_format": "int8"}, "encoding_format"),
+    ],
+)
+def test_bad_input_is_a_400_with_openais_error_body(
+    stand_in: StandInEmbeddingsServer, body: dict, param: str
+) -> None:
+    response = _post(stand_in, body)
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert (error["type"], error["param"]) == ("invalid_request_error", param)
+
+
+@pytest.mark.parametrize("key", [None, "sk-wrong"])
+def test_a_missing_or_wrong_key_is_a_401(
+    stand_in: StandInEmbeddingsServer, key: str | None
+) -> None:
+    response = _post(stand_in, {"model": "m", "input": ["x"]}, key=key)
+
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "invalid_api_key"
+
+
+def test_every_request_is_logged_with_body_and_headers(stand_in: StandInEmbeddingsServer) -> None:
+    _post(stand_in, {"model": "m", "input": ["logged"]})
+
+    [request] = stand_in.requests
+    assert (request.method, request.path) == ("POST", "/v1/embeddings")
+    assert request.body == {"model": "m", "input": ["logged"]}
+    assert request.headers["Authorization"] == f"Bearer {API_KEY}"
+
+
+# --- the client against it -------------------------------------------------------------------
+
+
+def test_the_client_sends_openais_request_and_returns_vectors_in_order(
+    stand_in: StandInEmbeddingsServer,
+) -> None:
+    texts = [f"text number {i}" for i in range(130)]
+
+    vectors = _client(stand_in, dimensions=16).embed(texts)
+
+    assert vectors == HashingEmbeddingProvider(16).embed(texts)
+    assert [len(r.body["input"]) for r in stand_in.requests] == [64, 64, 2]
+    first = stand_in.requests[0]
+    assert first.body == {
+        "model": "stand-in",
+        "input": texts[:64],
+        "encoding_format": "float",
+        "dimensions": 16,
+    }
+    assert first.headers["Authorization"] == f"Bearer {API_KEY}"
+
+
+def test_without_configured_dimensions_none_are_sent(stand_in: StandInEmbeddingsServer) -> None:
+    _client(stand_in).embed(["x"])
+
+    assert "dimensions" not in stand_in.requests[0].body
+
+
+def test_server_errors_are_retried_with_backoff_until_success(
+    stand_in: StandInEmbeddingsServer,
+) -> None:
+    stand_in.fail_next(503, times=2)
+    sleeps: list[float] = []
+
+    assert len(_client(stand_in, sleeps).embed(["x"])) == 1
+    assert len(stand_in.requests) == 3
+    assert len(sleeps) == 2
+    assert 0.25 <= sleeps[0] <= 0.5
+    assert 0.5 <= sleeps[1] <= 1.0
+
+
+def test_a_429_waits_as_long_as_retry_after_says(stand_in: StandInEmbeddingsServer) -> None:
+    stand_in.fail_next(429, retry_after="2")
+    sleeps: list[float] = []
+
+    _client(stand_in, sleeps).embed(["x"])
+
+    assert sleeps == [2.0]
+
+
+def test_three_failures_give_up_without_naming_url_key_or_text(
+    stand_in: StandInEmbeddingsServer,
+) -> None:
+    stand_in.fail_next(500, times=3)
+
+    with pytest.raises(EmbeddingsUnavailableError) as caught:
+        _client(stand_in).embed([SECRET_TEXT])
+
+    message = str(caught.value)
+    assert message == "embeddings endpoint answered HTTP 500 (server_error) after 3 attempts"
+    assert len(stand_in.requests) == 3
+
+
+def test_a_refused_request_is_not_retried(stand_in: StandInEmbeddingsServer) -> None:
+    with pytest.raises(EmbeddingsUnavailableError) as caught:
+        _client(stand_in, api_key="sk-wrong-key").embed([SECRET_TEXT])
+
+    assert str(caught.value) == "embeddings endpoint answered HTTP 401 (invalid_api_key)"
+    assert len(stand_in.requests) == 1
+
+
+def test_a_slow_endpoint_times_out_and_is_retried(stand_in: StandInEmbeddingsServer) -> None:
+    stand_in.delay = 0.3
+
+    with pytest.raises(EmbeddingsUnavailableError, match=r"unreachable \(ReadTimeout\)"):
+        _client(stand_in, timeout=0.1, max_attempts=2).embed(["x"])
+
+    assert len(stand_in.requests) == 2
+
+
+def test_an_endpoint_nobody_listens_on_is_unavailable_and_unnamed() -> None:
+    with serve_embeddings() as gone:
+        url = gone.url
+    client = EmbeddingsClient(url, "m", api_key=API_KEY, sleep=lambda _: None)
+
+    with pytest.raises(EmbeddingsUnavailableError) as caught:
+        client.embed([SECRET_TEXT])
+
+    message = str(caught.value)
+    assert message == "embeddings endpoint unreachable (ConnectError) after 3 attempts"
+    assert url not in message
+    assert API_KEY not in message
+    # httpx's exception names the URL: it is not chained into logs either.
+    assert caught.value.__cause__ is None
+    assert caught.value.__context__ is None

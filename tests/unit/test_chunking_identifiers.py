@@ -1,0 +1,88 @@
+"""Identifier splitting and the text full-text search indexes."""
+
+from __future__ import annotations
+
+import pytest
+
+from context_ledger.sources.chunking.identifiers import search_text, split_identifiers
+
+
+@pytest.mark.parametrize(
+    ("text", "parts"),
+    [
+        ("parseRefund", ["parse", "refund"]),
+        ("ParseRefund", ["parse", "refund"]),
+        ("refund_policy", ["refund", "policy"]),
+        ("kebab-case-name", ["kebab", "case", "name"]),
+        ("MAX_RETRY_COUNT", ["max", "retry", "count"]),
+        ("HTTPServerError", ["http", "server", "error"]),
+        ("XMLHttpRequest", ["xml", "http", "request"]),
+        ("userID", ["user", "id"]),
+        ("URLsToFetch", ["urls", "to", "fetch"]),
+        ("__init__", ["init"]),
+        ("$scope", ["scope"]),
+        ("größe_berechnen", ["größe", "berechnen"]),
+    ],
+)
+def test_identifier_splits_at_case_and_separator_boundaries(text: str, parts: list[str]) -> None:
+    assert split_identifiers(text) == parts
+
+
+@pytest.mark.parametrize(
+    ("text", "parts"),
+    [
+        ("getURL2Path", ["get", "url2", "path"]),
+        ("int64Value", ["int64", "value"]),
+        ("sha256sum", ["sha256", "sum"]),
+        ("HTTP2Server", ["http2", "server"]),
+        ("x86_64", ["x86", "64"]),
+    ],
+)
+def test_identifier_digits_stay_with_the_letters_before_them(text: str, parts: list[str]) -> None:
+    assert split_identifiers(text) == parts
+
+
+def test_numbers_are_not_identifiers() -> None:
+    assert split_identifiers("404 1e5 0x1F 3.14") == []
+
+
+def test_identifiers_are_found_in_order_in_running_code() -> None:
+    code = "if err := parseRefund(req.PaymentRef); err != nil {"
+    assert split_identifiers(code) == [
+        "if",
+        "err",
+        "parse",
+        "refund",
+        "req",
+        "payment",
+        "ref",
+        "err",
+        "nil",
+    ]
+
+
+def test_code_search_text_is_content_plus_identifier_parts() -> None:
+    content = "func parseRefund(policy RefundPolicy) error"
+    text = search_text(content, code=True)
+    assert text.startswith(content + "\n")
+    assert text.splitlines()[-1].split() == ["parse", "refund"]
+
+
+def test_code_search_text_lists_each_part_once() -> None:
+    content = "parseRefund(a)\n" * 10_000 + "authoriseRefund(b)\n"
+    extra = search_text(content, code=True)[len(content) :].split()
+    assert extra == ["parse", "refund", "authorise"]
+
+
+def test_code_search_text_leaves_out_parts_already_present_as_words() -> None:
+    content = "policy = RefundPolicy()"
+    assert search_text(content, code=True).splitlines()[-1].split() == ["refund"]
+
+
+def test_code_without_compound_identifiers_is_indexed_as_it_is() -> None:
+    assert search_text("return value", code=True) == "return value"
+
+
+def test_prose_search_text_is_the_content() -> None:
+    content = "Call parseRefund with the payment reference."
+    assert search_text(content, code=False) == content

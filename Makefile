@@ -11,7 +11,7 @@ ifeq ($(PY312),)
 PY312 := $(shell command -v python3.12 2>/dev/null)
 endif
 
-.PHONY: install dev demo test lint lint-sam format build clean
+.PHONY: install dev demo test lint lint-sam format build bench clean
 
 $(BIN)/context-ledger: pyproject.toml shared/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,9 @@ test: lint
 
 lint-sam: $(SAM_VENV)/bin/sam  ## SAM's own validation (installs aws-sam-cli into .venv-sam once)
 	$(SAM_VENV)/bin/sam validate --lint
+
+bench: install  ## ingest throughput (this repo + SciFact) against its baselines
+	$(BIN)/python bench/ingest.py
 
 $(SAM_VENV)/bin/sam:
 	$(PYTHON) -m venv $(SAM_VENV)

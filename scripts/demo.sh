@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# `make demo`: start the local runtime on its own home, walk through the README's steps with curl,
-# then keep serving until Ctrl-C (DEMO_EXIT=1 stops right after the walk-through).
+# `make demo`: the newcomer's first command. Starts the local stack on its own home, creates a demo
+# organisation with a small space hierarchy and grants, ingests this repository's code and docs,
+# runs three retrievals and prints what they returned, then keeps serving with a ready-to-paste curl
+# line (DEMO_EXIT=1 stops right after the walk-through).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CONTEXT_LEDGER_HOME="${CONTEXT_LEDGER_HOME:-.context-ledger-demo}"
 PORT="${PORT:-3000}"
 API="http://127.0.0.1:$PORT"
+export CONTEXT_LEDGER_URL="$API"
 CL=.venv/bin/context-ledger
+PY=.venv/bin/python
 mkdir -p "$CONTEXT_LEDGER_HOME"
 
 "$CL" dev --port "$PORT" >"$CONTEXT_LEDGER_HOME/dev.log" 2>&1 &
@@ -19,35 +23,58 @@ for _ in $(seq 150); do
 done
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-json() { .venv/bin/python -c "import json,sys; print(json.load(sys.stdin)$1)"; }
-call() { curl -sS -w '\n(HTTP %{http_code})\n' "$@"; }
+post() { curl -sS -X POST "$API$1" -H "Authorization: Bearer $ADMIN_TOKEN" \
+  -H 'Content-Type: application/json' -d "$2"; }
+field() { "$PY" -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 
-step "Create an organisation (prints ORG_ID, ORG_SPACE_ID, ADMIN_TOKEN)"
+step "Organisation 'Acme Demo' with an admin token"
 eval "$("$CL" org create "Acme Demo")"
 echo "ORG_ID=$ORG_ID"
 
-step "Create a team space as the organisation admin"
-TEAM_ID=$(curl -sS -X POST "$API/api/v1/context/spaces" -H "Authorization: Bearer $ADMIN_TOKEN" \
-  -H 'Content-Type: application/json' -d '{"name":"Payments","level":"team"}' | json '["id"]')
-echo "TEAM_ID=$TEAM_ID"
+step "Spaces: Engineering (department) > Platform (team) > context-ledger (project)"
+DEPT_ID=$(post /api/v1/context/spaces '{"name":"Engineering","level":"department"}' | field id)
+TEAM_ID=$(post /api/v1/context/spaces "{\"name\":\"Platform\",\"level\":\"team\",\"parentId\":\"$DEPT_ID\"}" | field id)
+PROJECT_ID=$(post /api/v1/context/spaces "{\"name\":\"context-ledger\",\"level\":\"project\",\"parentId\":\"$TEAM_ID\"}" | field id)
+echo "department $DEPT_ID, team $TEAM_ID, project $PROJECT_ID"
 
-step "Create a project under it"
-call -X POST "$API/api/v1/context/spaces" -H "Authorization: Bearer $ADMIN_TOKEN" \
-  -H 'Content-Type: application/json' \
-  -d "{\"name\":\"Billing service\",\"level\":\"project\",\"parentId\":\"$TEAM_ID\"}"
-
-step "Let alice search the team (and so the project below it)"
-call -X PUT "$API/api/v1/context/spaces/$TEAM_ID/grants" -H "Authorization: Bearer $ADMIN_TOKEN" \
-  -H 'Content-Type: application/json' \
+step "alice may search the team (and so the project below it), not the department"
+curl -sS -o /dev/null -w 'grant: HTTP %{http_code}\n' -X PUT "$API/api/v1/context/spaces/$TEAM_ID/grants" \
+  -H "Authorization: Bearer $ADMIN_TOKEN" -H 'Content-Type: application/json' \
   -d '{"subject":"user:alice","permissions":["context:space:search"]}'
+ALICE_TOKEN=$("$CL" token --org "$ORG_ID" --user alice --client demo-cli)
 
-step "Alice's token, and the spaces she can see (her personal space is created on first use)"
-ALICE_TOKEN=$("$CL" token --org "$ORG_ID" --user alice)
-call "$API/api/v1/context/spaces" -H "Authorization: Bearer $ALICE_TOKEN"
+step "Ingest this repository: its code into the project, its docs into the team"
+CODE_ID=$(post "/api/v1/context/spaces/$PROJECT_ID/sources" '{"kind":"codebase","name":"context-ledger code"}' | field id)
+DOCS_ID=$(post "/api/v1/context/spaces/$TEAM_ID/sources" '{"kind":"docs","name":"context-ledger docs"}' | field id)
+CONTEXT_LEDGER_TOKEN=$ADMIN_TOKEN "$CL" ingest . --source "$CODE_ID"
+CONTEXT_LEDGER_TOKEN=$ADMIN_TOKEN "$CL" ingest docs --source "$DOCS_ID"
 
-step "A bad token is a 401 with a clear error"
-call "$API/api/v1/context/spaces" -H "Authorization: Bearer not-a-token"
+show() {
+  "$PY" -c '
+import json, sys
+body = json.load(sys.stdin)
+if "error" in body:
+    sys.exit(f"error: {body}")
+print(f"{\"path\":<52} {\"level\":<8} {\"score\":>6} {\"tokens\":>6}  related")
+for c in body["chunks"]:
+    rel = c["metadata"].get("relatedRelation", "")
+    name = c["path"] + (f" ({c[\"title\"]})" if c["title"] else "")
+    print(f"{name[:52]:<52} {c[\"level\"]:<8} {c[\"score\"]:>6.3f} {c[\"tokens\"]:>6}  {rel}")
+print(f"tokensUsed {body[\"tokensUsed\"]}  requestId {body[\"requestId\"]}  attributionId {body[\"attributionId\"]}")'
+}
+for query in "how is the evidence chain verified" "who may search a space grant inheritance" "split identifiers for full text search"; do
+  step "alice retrieves: \"$query\""
+  curl -sS -X POST "$API/api/v1/context/retrieve" -H "Authorization: Bearer $ALICE_TOKEN" \
+    -H 'Content-Type: application/json' -H 'X-Keystone-Client: demo/1.0' \
+    -d "{\"query\":\"$query\",\"spaceId\":\"$PROJECT_ID\",\"tokenBudget\":3000}" | show
+done
 
 if [ "${DEMO_EXIT:-0}" = 1 ]; then exit 0; fi
-step "Serving on $API (home $CONTEXT_LEDGER_HOME); Ctrl-C stops"
+step "Serving on $API (home $CONTEXT_LEDGER_HOME); Ctrl-C stops. Try:"
+cat <<CURL
+ALICE_TOKEN='$ALICE_TOKEN'
+curl -s -X POST $API/api/v1/context/retrieve -H "Authorization: Bearer \$ALICE_TOKEN" \\
+  -H 'Content-Type: application/json' \\
+  -d '{"query":"how are API keys verified","spaceId":"$PROJECT_ID","tokenBudget":2000}' | jq
+CURL
 wait "$server"

@@ -77,10 +77,27 @@ def route_keys(template: Template, folder: str) -> set[str]:
     return {route.route_key for route in template.function(folder).routes}
 
 
-@pytest.mark.parametrize(
-    "name",
-    ["spaces-create.json", "spaces-list.json", "spaces-get.json", "spaces-grants-put.json"],
+def all_route_keys(template: Template) -> set[str]:
+    return {route.route_key for f in template.functions.values() for route in f.routes}
+
+
+#: Every HTTP API sample (payload 2.0 route events; the authorizer's REQUEST event has a "type").
+HTTP_SAMPLES = sorted(
+    path.name
+    for path in EVENTS.glob("*.json")
+    if (event := json.loads(path.read_text(encoding="utf-8"))).get("version") == "2.0"
+    and "routeKey" in event
+    and "type" not in event
 )
+
+
+def test_every_api_route_has_a_sample_event(template: Template) -> None:
+    sampled = {load(name)["routeKey"] for name in HTTP_SAMPLES}
+
+    assert sampled >= all_route_keys(template) - {"ANY /{proxy+}"}
+
+
+@pytest.mark.parametrize("name", HTTP_SAMPLES)
 def test_http_samples_are_the_events_the_runtime_builds(name: str, template: Template) -> None:
     sample = load(name)
     request, stamp, api = request_of(sample)
@@ -95,7 +112,7 @@ def test_http_samples_are_the_events_the_runtime_builds(name: str, template: Tem
     )
 
     assert rebuilt == sample
-    assert sample["routeKey"] in route_keys(template, "spaces")
+    assert sample["routeKey"] in all_route_keys(template)
     assert set(sample["requestContext"]["authorizer"]["lambda"]) == AUTHORIZER_CONTEXT_KEYS
 
 

@@ -1,0 +1,128 @@
+"""POST /api/v1/context/retrieve."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header
+
+from context_ledger.attribution.publisher import parse_client_header, publish_attribution
+from context_ledger.auth.principal import Principal
+from context_ledger.db import connection
+from context_ledger.embeddings.client import get_embeddings_client
+from context_ledger.http.models import ApiModel
+from context_ledger.http.principal import current_principal
+from context_ledger.retrieval.cache import SearchCache
+from context_ledger.retrieval.request import RetrieveRequest
+from context_ledger.retrieval.service import DeliveredChunk, Dependencies, RetrieveAnswer, retrieve
+from context_ledger.settings import get_settings
+from context_ledger.sources.model import SourceKind
+from context_ledger.spaces.levels import Level
+
+router = APIRouter(tags=["retrieve"])
+
+#: One per process: a warm Lambda container keeps its search cache between requests.
+_CACHE = SearchCache()
+
+Caller = Annotated[Principal, Depends(current_principal)]
+
+
+class ChunkResponse(ApiModel):
+    id: uuid.UUID
+    source_id: uuid.UUID
+    space_id: uuid.UUID
+    level: Level
+    kind: SourceKind
+    path: str
+    title: str | None
+    content: str
+    score: float
+    tokens: int
+    metadata: dict[str, Any]
+
+    @classmethod
+    def of(cls, chunk: DeliveredChunk) -> ChunkResponse:
+        row = chunk.row
+        metadata = {
+            **row["metadata"],
+            "language": row["language"],
+            "symbol": row["symbol"],
+            "startLine": row["start_line"],
+            "endLine": row["end_line"],
+        }
+        if chunk.related_to is not None:
+            metadata["relatedTo"] = str(chunk.related_to)
+            metadata["relatedRelation"] = chunk.related_relation
+        headings = row["metadata"].get("headings") or []
+        return cls(
+            id=row["id"],
+            source_id=chunk.source.id,
+            space_id=chunk.source.space_id,
+            level=chunk.level,
+            kind=chunk.source.kind,
+            path=row["path"],
+            title=row["symbol"] or (headings[-1] if headings else None),
+            content=row["content"],
+            score=round(chunk.score, 4),
+            tokens=chunk.tokens,
+            metadata=metadata,
+        )
+
+
+class SourceSummary(ApiModel):
+    id: uuid.UUID
+    name: str
+    kind: SourceKind
+    chunks: int
+    tokens: int
+
+
+class RetrieveResponse(ApiModel):
+    chunks: list[ChunkResponse]
+    sources_summary: list[SourceSummary]
+    tokens_used: int
+    attribution_id: uuid.UUID
+    request_id: str
+
+    @classmethod
+    def of(cls, answer: RetrieveAnswer) -> RetrieveResponse:
+        summary: dict[uuid.UUID, SourceSummary] = {}
+        for chunk in answer.chunks:
+            source = chunk.source
+            entry = summary.setdefault(
+                source.id,
+                SourceSummary(id=source.id, name=source.name, kind=source.kind, chunks=0, tokens=0),
+            )
+            entry.chunks += 1
+            entry.tokens += chunk.tokens
+        return cls(
+            chunks=[ChunkResponse.of(c) for c in answer.chunks],
+            sources_summary=list(summary.values()),
+            tokens_used=answer.tokens_used,
+            attribution_id=answer.attribution_id,
+            request_id=answer.request_id,
+        )
+
+
+def dependencies() -> Dependencies:
+    return Dependencies(
+        settings=get_settings(),
+        cache=_CACHE,
+        embedder=get_embeddings_client(),
+        publish=publish_attribution,
+    )
+
+
+@router.post("/api/v1/context/retrieve", response_model=RetrieveResponse)
+def retrieve_context(
+    body: RetrieveRequest,
+    caller: Caller,
+    deps: Annotated[Dependencies, Depends(dependencies)],
+    x_keystone_client: Annotated[str | None, Header()] = None,
+) -> RetrieveResponse:
+    with connection() as conn:
+        answer = retrieve(
+            conn, caller, body, client_header=parse_client_header(x_keystone_client), deps=deps
+        )
+    return RetrieveResponse.of(answer)

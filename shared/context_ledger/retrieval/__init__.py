@@ -1,0 +1,1 @@
+"""The retrieve use case: chain → search → rank → related → budget → attribution event."""

@@ -1,0 +1,132 @@
+"""Which spaces and sources a retrieval searches.
+
+With a ``spaceId``: that space and its ancestors up to the organisation. Without: the organisation
+chain, i.e. the organisation space and the caller's personal space. Of those, only spaces where the
+caller holds ``context:space:search`` contribute, and of their sources only published ones of the
+requested kinds.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+import psycopg
+
+from context_ledger.auth.principal import Principal
+from context_ledger.errors import SpaceNotFoundError
+from context_ledger.sources.model import SourceKind
+from context_ledger.spaces import store as spaces_store
+from context_ledger.spaces.levels import Level
+
+# The chain from a space up to the organisation, each with whether a grant to the caller on it or
+# an ancestor gives search (admin implies search). The chain is a path, so "an ancestor" is any
+# chain row at the same or a greater depth.
+_CHAIN = """
+WITH RECURSIVE chain AS (
+    SELECT id, parent_id, level, owner_user_id, 0 AS depth
+    FROM spaces WHERE org_id = %(org_id)s AND id = %(space_id)s
+    UNION ALL
+    SELECT s.id, s.parent_id, s.level, s.owner_user_id, c.depth + 1
+    FROM spaces s JOIN chain c ON s.id = c.parent_id
+)
+SELECT c.id, c.level, c.owner_user_id,
+       EXISTS (
+           SELECT 1 FROM chain a JOIN grants g ON g.space_id = a.id
+           WHERE a.depth >= c.depth AND g.subject = ANY(%(subjects)s)
+       ) AS granted
+FROM chain c ORDER BY c.depth
+"""
+
+_SOURCES = """
+SELECT id, space_id, kind, name, classification, index_version
+FROM sources
+WHERE org_id = %(org_id)s AND space_id = ANY(%(space_ids)s) AND index_version > 0
+  AND (%(kinds)s::text[] IS NULL OR kind = ANY(%(kinds)s::text[]))
+"""
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    id: uuid.UUID
+    level: Level
+
+
+@dataclass(frozen=True)
+class SearchSource:
+    id: uuid.UUID
+    space_id: uuid.UUID
+    kind: SourceKind
+    name: str
+    classification: str
+    index_version: int
+
+
+def _may_search(principal: Principal, row: dict) -> bool:
+    if row["level"] == Level.PERSONAL:
+        return principal.is_person and row["owner_user_id"] == principal.user_id
+    return principal.is_context_admin or row["granted"]
+
+
+def _chain(conn: psycopg.Connection, principal: Principal, space_id: uuid.UUID) -> list[dict]:
+    params = {"org_id": principal.org_id, "space_id": space_id, "subjects": principal.subjects}
+    return conn.execute(_CHAIN, params).fetchall()
+
+
+def search_spaces(
+    conn: psycopg.Connection, principal: Principal, space_id: uuid.UUID | None
+) -> list[SearchSpace]:
+    """The spaces of the chain the caller may search, nearest first.
+
+    A start space that does not exist, belongs to another organisation or is invisible to the
+    caller is ``404 context.space.not_found``. Every permission a grant gives includes search, so
+    a space the caller can see is a space it can search.
+    """
+    if space_id is None:
+        rows = []
+        if principal.is_person:
+            personal = spaces_store.ensure_personal_space(
+                conn, org_id=principal.org_id, user_id=principal.user_id
+            )
+            if personal is not None:
+                rows.append({**personal, "granted": False})
+        root = spaces_store.organisation_space(conn, org_id=principal.org_id)
+        if root is not None:
+            rows.extend(_chain(conn, principal, root["id"]))
+    else:
+        rows = _chain(conn, principal, space_id)
+        if not rows or not _may_search(principal, rows[0]):
+            raise SpaceNotFoundError()
+    return [
+        SearchSpace(id=r["id"], level=Level(r["level"])) for r in rows if _may_search(principal, r)
+    ]
+
+
+def search_sources(
+    conn: psycopg.Connection,
+    *,
+    org_id: uuid.UUID,
+    spaces: list[SearchSpace],
+    kinds: frozenset[SourceKind] | None,
+) -> list[SearchSource]:
+    if not spaces:
+        return []
+    rows = conn.execute(
+        _SOURCES,
+        {
+            "org_id": org_id,
+            "space_ids": [s.id for s in spaces],
+            "kinds": sorted(kinds) if kinds else None,
+        },
+    ).fetchall()
+    return [
+        SearchSource(
+            id=row["id"],
+            space_id=row["space_id"],
+            kind=SourceKind(row["kind"]),
+            name=row["name"],
+            classification=row["classification"],
+            index_version=row["index_version"],
+        )
+        for row in rows
+    ]

@@ -1,0 +1,269 @@
+"""The retrieve use case: chain → search (cached) → rank → cap per level → budget → related code →
+attribution event → answer.
+
+The search step (candidate ids and scores) is the only part cached; authorisation, the per-level
+cap, the budget and the attribution run on every request.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+
+from context_ledger.auth.principal import Principal
+from context_ledger.dlp.gate import embed_query_text
+from context_ledger.embeddings.client import EmbeddingsClient
+from context_ledger.evidence.canonical import format_timestamp
+from context_ledger.retrieval import store
+from context_ledger.retrieval.budget import fit_to_budget
+from context_ledger.retrieval.cache import CachedSearch, SearchCache
+from context_ledger.retrieval.chain import SearchSource, SearchSpace, search_sources, search_spaces
+from context_ledger.retrieval.related import pick_related
+from context_ledger.retrieval.request import RetrieveRequest
+from context_ledger.search.candidates import Candidate, find_candidates
+from context_ledger.search.hybrid import rank
+from context_ledger.settings import Settings
+from context_ledger.sources.model import SourceKind
+from context_ledger.spaces.levels import Level
+from context_ledger.spaces.weights import effective_weights
+
+#: How many candidates each search mode returns before ranking and the per-level cap.
+CANDIDATES = 100
+ATTRIBUTION_CATEGORY = "context_attribution"
+
+
+@dataclass(frozen=True)
+class DeliveredChunk:
+    row: dict[str, Any]
+    source: SearchSource
+    level: Level
+    score: float
+    related_to: uuid.UUID | None = None
+    related_relation: str | None = None
+
+    @property
+    def tokens(self) -> int:
+        return self.row["token_count"]
+
+
+@dataclass(frozen=True)
+class RetrieveAnswer:
+    request_id: str
+    attribution_id: uuid.UUID
+    chunks: list[DeliveredChunk]
+    tokens_used: int
+    sources: dict[uuid.UUID, SearchSource] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """What the use case needs from outside, injected so tests swap them without patching."""
+
+    settings: Settings
+    cache: SearchCache
+    embedder: EmbeddingsClient | None
+    publish: Callable[[dict[str, Any]], None]
+
+
+def _cache_key(
+    principal: Principal,
+    spaces: list[SearchSpace],
+    sources: list[SearchSource],
+    request: RetrieveRequest,
+    deps: Dependencies,
+) -> Hashable:
+    return (
+        principal.org_id,
+        frozenset(s.id for s in spaces),
+        frozenset(s.id for s in sources),
+        request.query,
+        deps.settings.search_backend,
+        deps.embedder.model if deps.embedder else None,
+    )
+
+
+def _search(
+    conn: psycopg.Connection,
+    principal: Principal,
+    spaces: list[SearchSpace],
+    sources: list[SearchSource],
+    request: RetrieveRequest,
+    deps: Dependencies,
+) -> list[Candidate]:
+    key = _cache_key(principal, spaces, sources, request, deps)
+    cached = deps.cache.get(key)
+    if cached is not None:
+        current = store.source_versions(
+            conn, org_id=principal.org_id, ids=list(cached.source_versions)
+        )
+        if current == cached.source_versions:
+            return list(cached.candidates)
+        deps.cache.discard(key)  # a source was deleted or re-indexed since
+    query_vector = embed_query_text(text=request.query, client=deps.embedder)
+    candidates = find_candidates(
+        conn,
+        org_id=principal.org_id,
+        source_ids=[s.id for s in sources],
+        query=request.query,
+        query_vector=query_vector,
+        backend=deps.settings.search_backend,
+        limit=CANDIDATES,
+    )
+    versions = {
+        s.id: s.index_version for s in sources if any(c.source_id == s.id for c in candidates)
+    }
+    deps.cache.put(key, CachedSearch(candidates=tuple(candidates), source_versions=versions))
+    return candidates
+
+
+def _ranked_chunks(
+    conn: psycopg.Connection,
+    principal: Principal,
+    candidates: list[Candidate],
+    sources: dict[uuid.UUID, SearchSource],
+    levels: dict[uuid.UUID, Level],
+    request: RetrieveRequest,
+    deps: Dependencies,
+) -> list[DeliveredChunk]:
+    """Ranked candidates, at most ``maxPerLevel`` per level, with their stored rows."""
+    weights = effective_weights(conn, principal.org_id, deps.settings)
+    usable = [c for c in candidates if c.source_id in sources]
+
+    def weight_of(candidate: Candidate) -> float:
+        return weights[levels[sources[candidate.source_id].space_id]]
+
+    per_level: dict[Level, int] = {}
+    capped = []
+    for ranked in rank(usable, weight_of):
+        level = levels[sources[ranked.candidate.source_id].space_id]
+        if per_level.get(level, 0) < request.max_per_level:
+            per_level[level] = per_level.get(level, 0) + 1
+            capped.append(ranked)
+    rows = store.chunks_by_id(
+        conn, org_id=principal.org_id, ids=[r.candidate.chunk_id for r in capped]
+    )
+    return [
+        DeliveredChunk(
+            row=rows[r.candidate.chunk_id],
+            source=sources[r.candidate.source_id],
+            level=levels[sources[r.candidate.source_id].space_id],
+            score=r.score,
+        )
+        for r in capped
+        if r.candidate.chunk_id in rows  # gone since a cached search: skip
+    ]
+
+
+def _related_chunks(
+    conn: psycopg.Connection,
+    principal: Principal,
+    delivered: list[DeliveredChunk],
+    sources: dict[uuid.UUID, SearchSource],
+    levels: dict[uuid.UUID, Level],
+) -> list[DeliveredChunk]:
+    anchors = [d for d in delivered if d.source.kind is SourceKind.CODEBASE and d.row["symbol"]]
+    anchor_ids = [d.row["id"] for d in anchors[:3]]
+    edges = store.neighbours(
+        conn,
+        org_id=principal.org_id,
+        source_ids=list({d.source.id for d in anchors[:3]}),
+        anchors=anchor_ids,
+    )
+    picks = pick_related(anchor_ids, edges, exclude={d.row["id"] for d in delivered})
+    rows = store.chunks_by_id(conn, org_id=principal.org_id, ids=[p.chunk_id for p in picks])
+    related = []
+    for pick in picks:
+        row = rows.get(pick.chunk_id)
+        if row is None or row["source_id"] not in sources:
+            continue
+        source = sources[row["source_id"]]
+        related.append(
+            DeliveredChunk(
+                row=row,
+                source=source,
+                level=levels[source.space_id],
+                score=0.0,
+                related_to=pick.related_to,
+                related_relation=pick.relation,
+            )
+        )
+    return related
+
+
+def attribution_event(
+    principal: Principal,
+    request: RetrieveRequest,
+    answer: RetrieveAnswer,
+    *,
+    client: tuple[str, str] | None,
+) -> dict[str, Any]:
+    """The evidence record of a retrieval (integers and strings only: canonical JSON)."""
+    chunks = []
+    for chunk in answer.chunks:
+        entry = {
+            "chunkId": str(chunk.row["id"]),
+            "sourceId": str(chunk.source.id),
+            "sha256": bytes(chunk.row["content_sha256"]).hex(),
+            "indexVersion": chunk.row["index_version"],
+            "tokens": chunk.tokens,
+        }
+        if chunk.related_to is not None:
+            entry["relatedTo"] = str(chunk.related_to)
+        chunks.append(entry)
+    return {
+        "recordId": str(uuid.uuid4()),
+        "category": ATTRIBUTION_CATEGORY,
+        "orgId": str(principal.org_id),
+        "record": {
+            "requestId": answer.request_id,
+            "attributionId": str(answer.attribution_id),
+            "userId": principal.user_id,
+            "spaceId": request.space_id,
+            "lensId": request.lens_id,
+            "sessionId": request.session_id,
+            "sourceIds": sorted({str(c.source.id) for c in answer.chunks}),
+            "chunks": chunks,
+            "tokensUsed": answer.tokens_used,
+            "client": {
+                "clientId": principal.client_id,
+                "clientName": client[0] if client else None,
+                "clientVersion": client[1] if client else None,
+            },
+            "deliveredAt": format_timestamp(datetime.now(UTC)),
+        },
+    }
+
+
+def retrieve(
+    conn: psycopg.Connection,
+    principal: Principal,
+    request: RetrieveRequest,
+    *,
+    client_header: tuple[str, str] | None,
+    deps: Dependencies,
+) -> RetrieveAnswer:
+    spaces = search_spaces(conn, principal, request.space_uuid())
+    levels = {s.id: s.level for s in spaces}
+    found = search_sources(conn, org_id=principal.org_id, spaces=spaces, kinds=request.kinds())
+    sources = {s.id: s for s in found}
+    candidates = _search(conn, principal, spaces, found, request, deps) if found else []
+    ranked = _ranked_chunks(conn, principal, candidates, sources, levels, request, deps)
+    delivered, used = fit_to_budget(ranked, request.token_budget, lambda c: c.tokens)
+    if not request.exclude_related and delivered:
+        related = _related_chunks(conn, principal, delivered, sources, levels)
+        extra, extra_used = fit_to_budget(related, request.token_budget - used, lambda c: c.tokens)
+        delivered, used = delivered + extra, used + extra_used
+    answer = RetrieveAnswer(
+        request_id=f"req_{uuid.uuid4().hex}",
+        attribution_id=uuid.uuid4(),
+        chunks=delivered,
+        tokens_used=used,
+        sources=sources,
+    )
+    deps.publish(attribution_event(principal, request, answer, client=client_header))
+    return answer

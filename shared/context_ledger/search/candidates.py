@@ -1,0 +1,120 @@
+"""The search step's candidates: full-text hits and vector hits, each with both scores.
+
+Two statements: the text search (top ``limit`` by rank) and, with a query vector, the vector
+search (top ``limit`` by cosine). Each fills in the other score of its own hits, the cosine of a
+text hit and the rank of a vector hit, so every candidate's two scores are comparable whichever
+search found it:
+
+- ``text_score``: raw rank / the query's top rank (search/fulltext.py), 0 without a match;
+- ``vector_score``: cosine similarity (1 - cosine distance) clamped to [0, 1], 0 without an
+  embedding of the query's dimension.
+
+A search "found" a chunk when the chunk scores at least as well, on that search's own score, as
+the search's last hit (any score above 0 when it returned fewer than ``limit``), i.e. when the
+chunk belongs to that search's top ``limit``. For exact searches that is the set of hits itself;
+for HNSW it also counts a text hit the approximate scan missed although its cosine beats the
+scan's last hit, so the tiers of search/hybrid.py do not depend on the backend's misses. A chunk
+whose score is 0 (no match, no comparable embedding, cosine at or below 0) is never found by
+that search, and a hit found by neither (a vector hit with cosine at or below 0) is dropped.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from psycopg import Connection
+
+from context_ledger.search.exact import exact_search, similarity_sql, uses_pgvector
+from context_ledger.search.fulltext import Hit, SearchQuery, normalised, text_search
+from context_ledger.search.pgvector_backend import hnsw_search
+from context_ledger.settings import SearchBackend
+
+
+@dataclass(frozen=True)
+class Candidate:
+    chunk_id: uuid.UUID
+    source_id: uuid.UUID
+    index_version: int
+    text_score: float
+    vector_score: float
+    found_by_text: bool
+    found_by_vector: bool
+
+
+def vector_score(similarity: float | None) -> float:
+    """Cosine similarity as a score in [0, 1]; 0 when there is none."""
+    if similarity is None or math.isnan(similarity):
+        return 0.0
+    return min(1.0, max(0.0, similarity))
+
+
+def find_candidates(
+    conn: Connection,
+    *,
+    org_id: uuid.UUID,
+    source_ids: Sequence[uuid.UUID],
+    query: str,
+    query_vector: Sequence[float] | None,
+    backend: SearchBackend,
+    limit: int = 100,
+) -> list[Candidate]:
+    """Every chunk found by either search, in chunk id order (search/hybrid.py ranks them).
+
+    Only the current index version of the given sources of ``org_id`` is searched. Without a
+    query vector the search is full-text only. The pgvector backend raises
+    PgvectorUnavailableError (503) when the database has no pgvector.
+    """
+    if limit < 1:
+        raise ValueError("limit must be at least 1")
+    if not source_ids:
+        return []
+    search = SearchQuery(org_id, source_ids, query, query_vector, limit)
+    vector_hits: list[Hit] = []
+    similarity = None
+    if query_vector is not None:
+        # The vector search runs first, so a pgvector backend without pgvector fails before
+        # any other work.
+        if backend is SearchBackend.PGVECTOR:
+            pgvector = True
+            vector_hits = hnsw_search(conn, search)
+        else:
+            pgvector = uses_pgvector(conn)
+            vector_hits = exact_search(conn, search, pgvector=pgvector)
+        similarity = similarity_sql(len(query_vector), pgvector=pgvector)
+    text_hits = text_search(conn, search, similarity=similarity)
+    return _merge(text_hits, vector_hits, limit)
+
+
+def _cutoff(scores: list[float], limit: int) -> float:
+    """The lowest score a chunk needs to count as found by a search that returned ``scores``:
+    its last hit's, or any score above 0 when it returned fewer than ``limit`` (all it could)."""
+    return min(scores) if len(scores) >= limit else 0.0
+
+
+def _merge(text_hits: list[Hit], vector_hits: list[Hit], limit: int) -> list[Candidate]:
+    top_rank = text_hits[0].rank if text_hits else None
+    hits = {hit.chunk_id: hit for hit in [*vector_hits, *text_hits]}
+    text_scores = {key: normalised(hit.rank, top_rank) for key, hit in hits.items()}
+    vector_scores = {key: vector_score(hit.similarity) for key, hit in hits.items()}
+    text_cutoff = _cutoff([text_scores[hit.chunk_id] for hit in text_hits], limit)
+    vector_cutoff = _cutoff([vector_scores[hit.chunk_id] for hit in vector_hits], limit)
+    candidates = []
+    for key, hit in hits.items():
+        by_text = text_scores[key] > 0 and text_scores[key] >= text_cutoff
+        by_vector = vector_scores[key] > 0 and vector_scores[key] >= vector_cutoff
+        if by_text or by_vector:
+            candidates.append(
+                Candidate(
+                    chunk_id=key,
+                    source_id=hit.source_id,
+                    index_version=hit.index_version,
+                    text_score=text_scores[key],
+                    vector_score=vector_scores[key],
+                    found_by_text=by_text,
+                    found_by_vector=by_vector,
+                )
+            )
+    return sorted(candidates, key=lambda c: c.chunk_id)

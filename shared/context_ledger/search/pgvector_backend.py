@@ -1,0 +1,87 @@
+"""The ``pgvector`` backend: approximate nearest neighbours through a per-dimension HNSW index.
+
+The index is ensured (created unless it exists) once per process, database and dimension; the
+first search of a dimension pays for the build. Without pgvector every search raises
+:class:`PgvectorUnavailableError` (503): the operator asked for this backend, so it fails closed
+rather than falling back to the exact one.
+
+Two settings apply to each search, for its transaction only:
+
+- ``hnsw.ef_search`` (candidate list size, pgvector's default 40) is :data:`EF_SEARCH`, and never
+  below the number of hits wanted, since a scan returns at most that many rows.
+- ``hnsw.iterative_scan = relaxed_order``: the index knows nothing of organisations and sources,
+  so the rows of other tenants it returns are filtered out after the scan. Without iterative
+  scans a small source in a large table would get few or no hits; with them the scan continues
+  until ``limit`` rows pass the filter (or ``hnsw.max_scan_tuples`` is reached). Relaxed order is
+  enough because the step re-ranks hits anyway.
+"""
+
+from __future__ import annotations
+
+import psycopg
+from psycopg import Connection, sql
+
+from context_ledger.search.exact import vector_dimensions
+from context_ledger.search.fulltext import Hit, SearchQuery, run, with_text_rank
+from context_ledger.search.vectors import (
+    PgvectorUnavailableError,
+    ensure_vector_index,
+    vector_search_sql,
+)
+from context_ledger.sources.searchable import SEARCHABLE_CHUNKS
+
+#: HNSW candidate list size; recall against exact search is in the search-step notes.
+EF_SEARCH = 400
+
+_SETTINGS = sql.SQL(
+    "SELECT set_config('hnsw.ef_search', {ef_search}, true),"
+    " set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+)
+
+# ORDER BY the bare distance, so the planner can answer it from the HNSW index.
+_SEARCH = sql.SQL(
+    """
+SELECT c.id AS chunk_id, c.source_id, c.index_version,
+       1 - nullif({distance}, 'NaN') AS similarity
+FROM {searchable}
+  AND {predicate}
+ORDER BY {distance}
+LIMIT %(limit)s
+"""
+)
+
+_indexed: set[tuple[str, str, str, int]] = set()
+
+
+def _ensure_index(conn: Connection, dimensions: int) -> tuple[str, str, str, int]:
+    info = conn.info
+    key = (info.host, str(info.port), info.dbname, dimensions)
+    if key not in _indexed:
+        ensure_vector_index(conn, dimensions)  # raises PgvectorUnavailableError
+        _indexed.add(key)
+    return key
+
+
+def hnsw_search(conn: Connection, query: SearchQuery) -> list[Hit]:
+    """About the ``query.limit`` searchable chunks nearest to ``query.vector``, with their text
+    ranks, in no particular order.
+
+    Raises PgvectorUnavailableError when the database has no pgvector.
+    """
+    dimensions = vector_dimensions(query)
+    key = _ensure_index(conn, dimensions)
+    search = vector_search_sql(dimensions, table="c")
+    hits = _SEARCH.format(
+        distance=search.distance,
+        predicate=search.predicate,
+        searchable=sql.SQL(SEARCHABLE_CHUNKS),
+    )
+    settings = _SETTINGS.format(ef_search=sql.Literal(str(max(EF_SEARCH, query.limit))))
+    try:
+        with conn.transaction():
+            conn.execute(settings)
+            return run(conn, with_text_rank(hits), query)
+    except psycopg.errors.UndefinedColumn as exc:
+        # pgvector was dropped (with its column) after this process ensured the index.
+        _indexed.discard(key)
+        raise PgvectorUnavailableError("the pgvector search backend is not available") from exc

@@ -49,19 +49,7 @@ DOCS_ID=$(post "/api/v1/context/spaces/$TEAM_ID/sources" '{"kind":"docs","name":
 CONTEXT_LEDGER_TOKEN=$ADMIN_TOKEN "$CL" ingest . --source "$CODE_ID"
 CONTEXT_LEDGER_TOKEN=$ADMIN_TOKEN "$CL" ingest docs --source "$DOCS_ID"
 
-show() {
-  "$PY" -c '
-import json, sys
-body = json.load(sys.stdin)
-if "error" in body:
-    sys.exit(f"error: {body}")
-print(f"{\"path\":<52} {\"level\":<8} {\"score\":>6} {\"tokens\":>6}  related")
-for c in body["chunks"]:
-    rel = c["metadata"].get("relatedRelation", "")
-    name = c["path"] + (f" ({c[\"title\"]})" if c["title"] else "")
-    print(f"{name[:52]:<52} {c[\"level\"]:<8} {c[\"score\"]:>6.3f} {c[\"tokens\"]:>6}  {rel}")
-print(f"tokensUsed {body[\"tokensUsed\"]}  requestId {body[\"requestId\"]}  attributionId {body[\"attributionId\"]}")'
-}
+show() { "$PY" scripts/show_retrieval.py; }
 for query in "how is the evidence chain verified" "who may search a space grant inheritance" "split identifiers for full text search"; do
   step "alice retrieves: \"$query\""
   curl -sS -X POST "$API/api/v1/context/retrieve" -H "Authorization: Bearer $ALICE_TOKEN" \

@@ -1,0 +1,364 @@
+"""The search step against real PostgreSQL: chunks built by the real ingestion, searched by
+full text (OR queries) and by both vector backends, only within the current index version of the
+given sources."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
+from context_ledger.db import connection
+from context_ledger.embeddings.client import EmbeddingsClient
+from context_ledger.embeddings.similarity import cosine
+from context_ledger.local.embeddings_server import StandInEmbeddingsServer, serve_embeddings
+from context_ledger.search import pgvector_backend
+from context_ledger.search.candidates import Candidate, find_candidates
+from context_ledger.search.exact import exact_search
+from context_ledger.search.fulltext import SearchQuery
+from context_ledger.search.hybrid import rank
+from context_ledger.search.vectors import index_name
+from context_ledger.settings import SearchBackend
+from context_ledger.sources import service
+from context_ledger.sources.model import Classification, Document, SourceKind
+from context_ledger.spaces.service import Organisation, create_organisation
+
+DIMS = 64
+
+REFUND_DOCS = [
+    Document("refunds.md", "Refunds need a receipt and the approval of a team lead."),
+    Document("chargebacks.md", "Chargebacks are disputes the card issuer raises for a customer."),
+    Document("holidays.md", "The office is closed on public holidays."),
+]
+
+GO_REFUNDS = """package refunds
+
+// parseRefund reads an amount in cents from a request body.
+func parseRefund(body string) (int, error) {
+	return strconv.Atoi(body)
+}
+"""
+
+# Forty short documents on a few overlapping topics: enough for rankings to differ in detail.
+TOPICS = ["refund", "invoice", "ledger", "payment", "customer", "receipt", "audit", "tax"]
+SMALL_SET = [
+    Document(
+        f"notes/{i:02d}.md",
+        f"Note {i} on the {TOPICS[i % 8]} process: every {TOPICS[(i * 3) % 8]} is checked"
+        f" against the {TOPICS[(i * 5 + 1) % 8]} records before the {TOPICS[(i + 2) % 8]} closes.",
+    )
+    for i in range(40)
+]
+
+
+@pytest.fixture
+def org(db) -> Organisation:
+    with connection() as conn:
+        return create_organisation(conn, name="Acme")
+
+
+def admin_of(org: Organisation) -> Principal:
+    return Principal(
+        org_id=org.id, user_id="root", client_id="t", scopes=frozenset({SCOPE_CONTEXT_ADMIN})
+    )
+
+
+@pytest.fixture
+def stand_in() -> Iterator[StandInEmbeddingsServer]:
+    with serve_embeddings(dims=DIMS) as server:
+        yield server
+
+
+@pytest.fixture
+def embedder(stand_in: StandInEmbeddingsServer) -> EmbeddingsClient:
+    return EmbeddingsClient(stand_in.url, f"hashing-{DIMS}", dimensions=DIMS)
+
+
+def indexed_source(
+    org: Organisation,
+    documents: list[Document],
+    embedder: EmbeddingsClient | None = None,
+    kind: SourceKind = SourceKind.DOCS,
+) -> uuid.UUID:
+    """A new source of ``org`` with ``documents`` published as its current index version."""
+    admin = admin_of(org)
+    with connection() as conn:
+        source = service.create_source(
+            conn,
+            admin,
+            space_id=org.space_id,
+            kind=kind,
+            name="src",
+            classification=Classification.INTERNAL,
+        )
+        service.index_snapshot(conn, admin, source["id"], documents, embedder=embedder)
+    return source["id"]
+
+
+def search(
+    org: Organisation,
+    source_ids: Sequence[uuid.UUID],
+    query: str,
+    *,
+    embedder: EmbeddingsClient | None = None,
+    backend: SearchBackend = SearchBackend.EXACT,
+    limit: int = 100,
+) -> list[Candidate]:
+    vector = embedder.embed([query])[0] if embedder else None
+    with connection() as conn:
+        return find_candidates(
+            conn,
+            org_id=org.id,
+            source_ids=source_ids,
+            query=query,
+            query_vector=vector,
+            backend=backend,
+            limit=limit,
+        )
+
+
+def paths(candidates: list[Candidate]) -> set[str]:
+    with connection() as conn:
+        rows = conn.execute(
+            "SELECT path FROM chunks WHERE id = ANY(%s)", ([c.chunk_id for c in candidates],)
+        ).fetchall()
+    return {row["path"] for row in rows}
+
+
+def contents(candidates: list[Candidate]) -> set[str]:
+    with connection() as conn:
+        rows = conn.execute(
+            "SELECT content FROM chunks WHERE id = ANY(%s)", ([c.chunk_id for c in candidates],)
+        ).fetchall()
+    return {row["content"] for row in rows}
+
+
+# --- full text -------------------------------------------------------------------------------
+
+
+def test_a_chunk_matching_one_of_several_query_words_is_found(org) -> None:
+    source = indexed_source(org, REFUND_DOCS)
+
+    found = search(org, [source], "where do I put the receipt for my expenses report")
+
+    assert paths(found) == {"refunds.md"}
+    assert all(c.found_by_text and not c.found_by_vector for c in found)
+
+
+def test_parse_refund_finds_the_go_function_parse_refund(org) -> None:
+    source = indexed_source(
+        org, [*REFUND_DOCS, Document("refunds.go", GO_REFUNDS)], kind=SourceKind.CODEBASE
+    )
+
+    by_words = search(org, [source], "parse refund")
+    by_name = search(org, [source], "parseRefund")
+
+    top_words = rank(by_words, lambda _: 1.0)[0].candidate
+    top_name = rank(by_name, lambda _: 1.0)[0].candidate
+    assert paths([top_words]) == paths([top_name]) == {"refunds.go"}
+
+
+def test_the_top_text_hit_scores_1_and_the_others_a_fraction_of_it(org) -> None:
+    source = indexed_source(org, SMALL_SET)
+
+    found = search(org, [source], "refund receipt audit")
+
+    scores = sorted((c.text_score for c in found), reverse=True)
+    assert len(scores) > 3
+    assert scores[0] == 1.0
+    assert all(0 < s <= 1 for s in scores)
+    assert all(c.vector_score == 0 for c in found), "no query vector: full text only"
+
+
+@pytest.mark.parametrize("query", ["", "   ", "the of and", "?!"])
+def test_a_query_without_search_words_finds_no_text(org, embedder, query) -> None:
+    source = indexed_source(org, REFUND_DOCS, embedder)
+    # The stand-in refuses empty input; any vector shows the vector search still runs.
+    vector = embedder.embed(["refund"])[0]
+
+    with connection() as conn:
+        with_vector = find_candidates(
+            conn,
+            org_id=org.id,
+            source_ids=[source],
+            query=query,
+            query_vector=vector,
+            backend=SearchBackend.EXACT,
+        )
+
+    assert search(org, [source], query) == []
+    assert with_vector
+    assert all(c.found_by_vector and not c.found_by_text for c in with_vector)
+    assert all(c.text_score == 0 for c in with_vector)
+
+
+def test_user_text_with_tsquery_syntax_is_only_words(org) -> None:
+    source = indexed_source(org, REFUND_DOCS)
+
+    found = search(org, [source], "receipt' | !(holidays & <-> :* \\ ''")
+
+    assert paths(found) == {"refunds.md", "holidays.md"}
+
+
+# --- what is searched ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", list(SearchBackend))
+def test_only_the_current_index_version_is_searched(org, embedder, backend) -> None:
+    admin = admin_of(org)
+    source = indexed_source(org, [Document("a.md", "Refund policy, first edition.")], embedder)
+    with connection() as conn:
+        version = service.open_build(conn, admin, source)["version"]
+        service.add_build_documents(
+            conn,
+            admin,
+            source,
+            version,
+            [Document("a.md", "Refund policy, second edition.")],
+            embedder=embedder,
+        )
+
+    before = search(org, [source], "refund policy edition", embedder=embedder, backend=backend)
+    with connection() as conn:
+        service.publish_build(conn, admin, source, version)
+    after = search(org, [source], "refund policy edition", embedder=embedder, backend=backend)
+
+    assert contents(before) == {"Refund policy, first edition."}
+    assert {(c.index_version, c.found_by_text, c.found_by_vector) for c in before} == {
+        (1, True, True)
+    }
+    assert contents(after) == {"Refund policy, second edition."}
+    assert {c.index_version for c in after} == {version}
+
+
+@pytest.mark.parametrize("backend", list(SearchBackend))
+def test_only_the_given_sources_of_the_organisation_are_searched(org, embedder, backend) -> None:
+    searched = indexed_source(org, REFUND_DOCS, embedder)
+    same_org_other_source = indexed_source(org, REFUND_DOCS, embedder)
+    with connection() as conn:
+        other_org = create_organisation(conn, name="Other")
+    foreign = indexed_source(other_org, REFUND_DOCS, embedder)
+
+    found = search(org, [searched], "refund receipt", embedder=embedder, backend=backend)
+    # An id of another organisation's source is ignored, not searched.
+    smuggled = search(org, [foreign], "refund receipt", embedder=embedder, backend=backend)
+
+    assert found
+    assert {c.source_id for c in found} == {searched}
+    assert same_org_other_source not in {c.source_id for c in found}
+    assert smuggled == []
+
+
+def test_no_sources_means_no_candidates(org, embedder) -> None:
+    assert search(org, [], "refund", embedder=embedder) == []
+
+
+# --- both searches, one candidate list -------------------------------------------------------
+
+
+def test_each_search_fills_in_the_other_score_of_its_single_hit(org, embedder) -> None:
+    # GIVEN a chunk that is the best text match and another that is the nearest vector
+    # ("the" and "of" count for the hashing embedder, not for English full text)
+    source = indexed_source(
+        org,
+        [
+            Document("text.md", "Refund refund receipt receipt."),
+            Document("vector.md", "The top of the receipt is the part of the page."),
+        ],
+        embedder,
+    )
+    query = "the refund of the receipt"
+    query_vector = embedder.embed([query])[0]
+    with connection() as conn:
+        stored = {
+            row["path"]: row
+            for row in conn.execute(
+                "SELECT id, path, embedding,"
+                " ts_rank(tsv, to_tsquery('english', 'refund | receipt'), 1) AS rank FROM chunks"
+            )
+        }
+    text, vector = stored["text.md"], stored["vector.md"]
+
+    # WHEN each search keeps one hit
+    found = {c.chunk_id: c for c in search(org, [source], query, embedder=embedder, limit=1)}
+
+    # THEN each candidate carries the score the other search would have given it
+    assert found[text["id"]] == Candidate(
+        chunk_id=text["id"],
+        source_id=source,
+        index_version=1,
+        text_score=1.0,
+        vector_score=pytest.approx(cosine(text["embedding"], query_vector)),
+        found_by_text=True,
+        found_by_vector=False,
+    )
+    assert found[vector["id"]] == Candidate(
+        chunk_id=vector["id"],
+        source_id=source,
+        index_version=1,
+        text_score=pytest.approx(vector["rank"] / text["rank"]),
+        vector_score=pytest.approx(cosine(vector["embedding"], query_vector)),
+        found_by_text=False,
+        found_by_vector=True,
+    )
+    assert 0 < found[vector["id"]].text_score < 1
+    assert found[text["id"]].vector_score < found[vector["id"]].vector_score
+
+
+def test_exact_and_pgvector_rank_the_same_top_results_on_a_small_set(org, embedder) -> None:
+    source = indexed_source(org, SMALL_SET, embedder)
+    queries = ["refund receipt", "audit of the ledger", "tax payment records", "customer invoice"]
+
+    for query in queries:
+        exact = search(org, [source], query, embedder=embedder, backend=SearchBackend.EXACT)
+        hnsw = search(org, [source], query, embedder=embedder, backend=SearchBackend.PGVECTOR)
+
+        top = [r.candidate.chunk_id for r in rank(exact, lambda _: 1.0)[:10]]
+        assert [r.candidate.chunk_id for r in rank(hnsw, lambda _: 1.0)[:10]] == top
+        exact_scores = {c.chunk_id: (c.text_score, c.vector_score) for c in exact}
+        for c in hnsw:
+            assert exact_scores[c.chunk_id] == pytest.approx((c.text_score, c.vector_score))
+
+
+def test_the_sql_function_and_pgvector_compute_the_same_exact_hits(org, embedder) -> None:
+    source = indexed_source(org, SMALL_SET, embedder)
+    query = "audit of the ledger"
+    vector = embedder.embed([query])[0]
+    scope = SearchQuery(org.id, [source], query, vector, limit=10)
+
+    with connection() as conn:
+        by_function = exact_search(conn, scope, pgvector=False)
+        by_pgvector = exact_search(conn, scope, pgvector=True)
+
+    assert len(by_function) == 10
+    assert {h.chunk_id for h in by_function} == {h.chunk_id for h in by_pgvector}
+    similarity = {h.chunk_id: h.similarity for h in by_pgvector}
+    for hit in by_function:
+        assert hit.similarity == pytest.approx(similarity[hit.chunk_id], abs=1e-6)
+
+
+def test_the_pgvector_backend_builds_its_index_once_per_dimension(
+    org, embedder, monkeypatch
+) -> None:
+    source = indexed_source(org, SMALL_SET, embedder)
+    calls: list[int] = []
+    real_ensure = pgvector_backend.ensure_vector_index
+
+    def counting_ensure(conn, dimensions: int) -> str:
+        calls.append(dimensions)
+        return real_ensure(conn, dimensions)
+
+    monkeypatch.setattr(pgvector_backend, "ensure_vector_index", counting_ensure)
+    monkeypatch.setattr(pgvector_backend, "_indexed", set())
+
+    for query in ["refund", "ledger", "audit"]:
+        search(org, [source], query, embedder=embedder, backend=SearchBackend.PGVECTOR)
+
+    assert calls == [DIMS]
+    with connection() as conn:
+        row = conn.execute(
+            "SELECT 1 FROM pg_indexes WHERE indexname = %s", (index_name(DIMS),)
+        ).fetchone()
+    assert row is not None

@@ -1,0 +1,104 @@
+"""The retrieve use case with injected parts: hybrid search with an embeddings endpoint, the
+backend choice, and what is published."""
+
+from __future__ import annotations
+
+import pytest
+
+from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
+from context_ledger.db import connection
+from context_ledger.embeddings.client import EmbeddingsClient
+from context_ledger.local.embeddings_server import serve_embeddings
+from context_ledger.retrieval.cache import SearchCache
+from context_ledger.retrieval.request import RetrieveRequest
+from context_ledger.retrieval.service import Dependencies, retrieve
+from context_ledger.settings import load_settings
+from context_ledger.sources import service as sources
+from context_ledger.sources.model import Classification, Document, SourceKind
+from context_ledger.spaces.service import create_organisation
+
+
+@pytest.fixture
+def stand_in():
+    with serve_embeddings(dims=64) as server:
+        yield server
+
+
+@pytest.fixture
+def admin(db) -> Principal:
+    with connection() as conn:
+        org = create_organisation(conn, name="Acme")
+    return Principal(
+        org_id=org.id, user_id="root", client_id="t", scopes=frozenset({SCOPE_CONTEXT_ADMIN})
+    )
+
+
+def ingest(admin: Principal, documents: list[Document], embedder, classification) -> None:
+    with connection() as conn:
+        root = conn.execute(
+            "SELECT id FROM spaces WHERE org_id = %s AND level = 'organisation'", (admin.org_id,)
+        ).fetchone()
+        source = sources.create_source(
+            conn,
+            admin,
+            space_id=root["id"],
+            kind=SourceKind.DOCS,
+            name="docs",
+            classification=classification,
+        )
+        sources.index_snapshot(conn, admin, source["id"], documents, embedder=embedder)
+
+
+def run(admin: Principal, query: str, embedder, backend: str = "exact"):
+    published: list[dict] = []
+    deps = Dependencies(
+        settings=load_settings(KEYSTONE_CONTEXT_SEARCH_BACKEND=backend),
+        cache=SearchCache(),
+        embedder=embedder,
+        publish=published.append,
+    )
+    request = RetrieveRequest.model_validate({"query": query, "excludeRelated": True})
+    with connection() as conn:
+        answer = retrieve(conn, admin, request, client_header=None, deps=deps)
+    return answer, published
+
+
+DOCS = [
+    Document("refunds.md", "Refunds are authorised by a team lead within thirty days."),
+    Document("receipts.md", "Receipts prove the purchase; keep them for refunds."),
+    Document("holidays.md", "The office closes for holidays in August."),
+]
+
+
+@pytest.mark.parametrize("backend", ["exact", "pgvector"])
+def test_with_embeddings_a_chunk_found_by_both_searches_ranks_first(admin, stand_in, backend):
+    embedder = EmbeddingsClient(stand_in.url, "hashing-64", dimensions=64)
+    ingest(admin, DOCS, embedder, Classification.INTERNAL)
+    stand_in.reset()
+
+    answer, published = run(admin, "who authorises refunds", embedder, backend)
+
+    assert answer.chunks[0].row["path"] == "refunds.md"
+    assert answer.chunks[0].score > 0.3 * 1.0 * 0.85, "the vector term adds to the text term"
+    assert [r.body["input"] for r in stand_in.requests] == [["who authorises refunds"]]
+    assert len(published) == 1
+    assert published[0]["record"]["attributionId"] == str(answer.attribution_id)
+
+
+def test_without_embeddings_scores_are_the_text_term_only(admin) -> None:
+    ingest(admin, DOCS, None, Classification.INTERNAL)
+
+    answer, _ = run(admin, "refunds", None)
+
+    top = answer.chunks[0]
+    assert top.score == pytest.approx(0.3 * 1.0 * 0.85), "top text hit: text 1.0, organisation 0.85"
+
+
+def test_a_protected_source_is_searched_by_full_text_only(admin, stand_in) -> None:
+    embedder = EmbeddingsClient(stand_in.url, "hashing-64", dimensions=64)
+    ingest(admin, DOCS, embedder, Classification.CONFIDENTIAL)
+
+    answer, _ = run(admin, "refunds team lead", embedder)
+
+    assert answer.chunks, "full-text still finds the confidential source's chunks"
+    assert all(r.body["input"] == ["refunds team lead"] for r in stand_in.requests)

@@ -35,6 +35,8 @@ from context_ledger.settings import SearchBackend
 
 @dataclass(frozen=True)
 class Candidate:
+    """A chunk found by at least one search, with both scores in [0, 1]."""
+
     chunk_id: uuid.UUID
     source_id: uuid.UUID
     index_version: int
@@ -85,7 +87,7 @@ def find_candidates(
             vector_hits = exact_search(conn, search, pgvector=pgvector)
         similarity = similarity_sql(len(query_vector), pgvector=pgvector)
     text_hits = text_search(conn, search, similarity=similarity)
-    return _merge(text_hits, vector_hits, limit)
+    return merge(text_hits, vector_hits, limit=limit)
 
 
 def _cutoff(scores: list[float], limit: int) -> float:
@@ -94,7 +96,9 @@ def _cutoff(scores: list[float], limit: int) -> float:
     return min(scores) if len(scores) >= limit else 0.0
 
 
-def _merge(text_hits: list[Hit], vector_hits: list[Hit], limit: int) -> list[Candidate]:
+def merge(text_hits: list[Hit], vector_hits: list[Hit], *, limit: int) -> list[Candidate]:
+    """Candidates from the hits of both searches (text hits best first), each search having
+    been asked for ``limit`` hits."""
     top_rank = text_hits[0].rank if text_hits else None
     hits = {hit.chunk_id: hit for hit in [*vector_hits, *text_hits]}
     text_scores = {key: normalised(hit.rank, top_rank) for key, hit in hits.items()}

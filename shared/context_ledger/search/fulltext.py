@@ -79,7 +79,10 @@ _NO_SIMILARITY = sql.SQL("NULL::float8")
 
 @dataclass(frozen=True)
 class SearchQuery:
-    """What one search step looks for, where, and how many hits each search keeps."""
+    """What one search step looks for, where, and how many hits each search keeps.
+
+    The text is searched as code would be indexed (identifiers split), whatever the sources.
+    """
 
     org_id: uuid.UUID
     source_ids: Sequence[uuid.UUID]
@@ -141,6 +144,6 @@ def with_text_rank(hits: sql.Composable) -> sql.Composed:
 
 def normalised(rank: float | None, top_rank: float | None) -> float:
     """A raw rank as a text score in [0, 1]: divided by the query's top rank; 0 without a match."""
-    if not rank or not top_rank or top_rank <= 0:
+    if not rank or not top_rank:
         return 0.0
     return rank / top_rank

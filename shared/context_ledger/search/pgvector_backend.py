@@ -5,15 +5,14 @@ first search of a dimension pays for the build. Without pgvector every search ra
 :class:`PgvectorUnavailableError` (503): the operator asked for this backend, so it fails closed
 rather than falling back to the exact one.
 
-Two settings apply to each search, for its transaction only:
+Two settings apply to each search, for its transaction only (``SET LOCAL`` semantics):
 
-- ``hnsw.ef_search`` (candidate list size, pgvector's default 40) is :data:`EF_SEARCH`, and never
-  below the number of hits wanted, since a scan returns at most that many rows.
+- ``hnsw.ef_search``, the candidate list size (pgvector's default 40), is :data:`EF_SEARCH`.
 - ``hnsw.iterative_scan = relaxed_order``: the index knows nothing of organisations and sources,
-  so the rows of other tenants it returns are filtered out after the scan. Without iterative
-  scans a small source in a large table would get few or no hits; with them the scan continues
-  until ``limit`` rows pass the filter (or ``hnsw.max_scan_tuples`` is reached). Relaxed order is
-  enough because the step re-ranks hits anyway.
+  so rows of other sources are filtered out after the scan. Without iterative scans a small
+  source in a large table would get few or no hits, and no search could return more than
+  ``ef_search`` rows; with them the scan goes on until ``limit`` rows pass the filter (or
+  ``hnsw.max_scan_tuples`` is reached). Relaxed order is enough: the step re-ranks hits anyway.
 """
 
 from __future__ import annotations
@@ -30,7 +29,9 @@ from context_ledger.search.vectors import (
 )
 from context_ledger.sources.searchable import SEARCHABLE_CHUNKS
 
-#: HNSW candidate list size; recall against exact search is in the search-step notes.
+#: HNSW candidate list size. Measured against exact search (SciFact and CoSQA, 19k chunks of
+#: three sources, hashing embeddings of 64 and 384 dimensions, top 100): recall@10 .92-.94 at
+#: 100, .96-.98 at 200, .98-.99 at 400, for about 2 ms more than 100.
 EF_SEARCH = 400
 
 _SETTINGS = sql.SQL(
@@ -76,12 +77,12 @@ def hnsw_search(conn: Connection, query: SearchQuery) -> list[Hit]:
         predicate=search.predicate,
         searchable=sql.SQL(SEARCHABLE_CHUNKS),
     )
-    settings = _SETTINGS.format(ef_search=sql.Literal(str(max(EF_SEARCH, query.limit))))
+    settings = _SETTINGS.format(ef_search=sql.Literal(str(EF_SEARCH)))
     try:
-        with conn.transaction():
+        with conn.transaction():  # a transaction (or savepoint) to scope the settings
             conn.execute(settings)
             return run(conn, with_text_rank(hits), query)
-    except psycopg.errors.UndefinedColumn as exc:
-        # pgvector was dropped (with its column) after this process ensured the index.
+    except (psycopg.errors.UndefinedObject, psycopg.errors.UndefinedColumn) as exc:
+        # pgvector (its type, its column) was dropped after this process ensured the index.
         _indexed.discard(key)
         raise PgvectorUnavailableError("the pgvector search backend is not available") from exc

@@ -1,0 +1,713 @@
+"""Retrieve latency: the Lambda handler in-process against the bare candidate search SQL.
+
+For each corpus size (default 10k and 100k chunks), search backend (``exact``, ``pgvector``) and
+mode (``hybrid``: full-text + vector with query embeddings from the local stand-in server;
+``full-text``: no embeddings endpoint) it measures, query by query and interleaved:
+
+- ``handler``: ``functions/retrieve/app.py``'s ``handler(event, context)``, loaded by file path as
+  the local runtime loads it, called with a real HTTP API payload 2.0 event whose
+  ``requestContext.authorizer.lambda`` carries the caller (Mangum → FastAPI → the retrieve use
+  case: space chain, sources, search, ranking, per-level cap, budget, chunk rows, attribution
+  published to moto's SQS). Includes the query's embedding round trip to the stand-in (hybrid).
+  The process-wide search cache is cleared before every call, so no query is answered from it.
+- ``bare``: the candidate search statements the backend runs (full-text top 100, plus vector top
+  100 in hybrid mode), captured from ``search.candidates.find_candidates`` and executed directly
+  with psycopg on another connection: no Python ranking, budget, HTTP or queue. Query vectors are
+  computed beforehand with the same hashing provider.
+
+It prints p50/p95/p99/mean of both, the handler/bare ratio of the p95s, and checks the targets
+(reported, not asserted): handler p95 at most 2x the bare query's; pgvector hybrid p95 at most
+30 ms at 100k chunks. The costs of the embeddings round trip and of a bare SQS ``send_message``
+are measured on their own too, since both are inside the handler's time.
+
+Data: passages of 1 to 4 consecutive sentences of the BEIR SciFact abstracts (read from
+``/work/shared/data/scifact/corpus.jsonl``, never copied), shuffled with a fixed seed (a size
+beyond the ~149k distinct passages cycles them with a variant suffix), embedded with the hashing
+provider. One organisation with a team and a project space; one published docs source in the
+project, searched by a user granted search on the team. The first size's rows are bulk-loaded
+(binary ``COPY`` into a staging table, ``to_tsvector('english', ...)`` on insert); each larger
+size appends to the same index version; after each load ``VACUUM ANALYZE`` and the HNSW index
+(``search.vectors.ensure_vector_index``, built with a larger ``maintenance_work_mem`` for
+the session) are done before measuring. Queries: SciFact claims.
+
+    .venv/bin/python bench/retrieve.py                              # 10k and 100k, 100 queries
+    .venv/bin/python bench/retrieve.py --sizes 10000 --queries 50   # a quicker run
+
+Uses DATABASE_URL when set (on a scratch database it creates and drops), else embedded PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import random
+import re
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from tqdm import tqdm
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data" / "scifact"
+HANDLER_FILE = REPO / "functions" / "retrieve" / "app.py"
+ROUTE_KEY = "POST /api/v1/context/retrieve"
+SEED = 20260101
+WARMUP = 5
+CANDIDATES = 100  # retrieval/service.py: CANDIDATES
+TARGET_RATIO = 2.0
+TARGET_PGVECTOR_P95_MS = 30.0
+TARGET_PGVECTOR_CHUNKS = 100_000
+BUILD_MAINTENANCE_WORK_MEM = "1GB"
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
+WINDOWS = (1, 2, 3, 4)
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+# --- data ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Passage:
+    path: str
+    title: str
+    content: str
+
+
+def corpus_passages(corpus: Path) -> list[Passage]:
+    """Every window of 1 to 4 consecutive sentences of every abstract, in a fixed random order."""
+    passages = []
+    with corpus.open() as handle:
+        for line in handle:
+            record = json.loads(line)
+            sentences = SENTENCE_END.split(record["text"].strip())
+            for width in WINDOWS:
+                for start in range(len(sentences) - width + 1):
+                    passages.append(
+                        Passage(
+                            f"{record['_id']}.md",
+                            record.get("title", ""),
+                            " ".join(sentences[start : start + width]),
+                        )
+                    )
+    random.Random(SEED).shuffle(passages)
+    return passages
+
+
+def passage_at(passages: Sequence[Passage], ordinal: int) -> Passage:
+    """The ``ordinal``-th chunk's passage; beyond the pool, a variant of a passage."""
+    passage = passages[ordinal % len(passages)]
+    cycle = ordinal // len(passages)
+    if cycle == 0:
+        return passage
+    return Passage(passage.path, passage.title, f"{passage.content} (variant {cycle})")
+
+
+def load_queries(path: Path, count: int) -> list[str]:
+    """``count`` distinct SciFact claims, in file order."""
+    queries: dict[str, None] = {}
+    with path.open() as handle:
+        for line in handle:
+            queries.setdefault(json.loads(line)["text"].strip(), None)
+            if len(queries) >= count:
+                break
+    return list(queries)
+
+
+# --- fixture: organisation, spaces, grant, source -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fixture:
+    org_id: uuid.UUID
+    project_id: uuid.UUID
+    source_id: uuid.UUID
+    version: int
+    caller: Any  # context_ledger.auth.principal.Principal
+
+
+def create_fixture() -> Fixture:
+    """Organisation > team > project through the real use cases; a docs source in the project,
+    its first build open; alice may search the team (and so the project)."""
+    from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
+    from context_ledger.db import connection
+    from context_ledger.sources import service
+    from context_ledger.sources.model import Classification, SourceKind
+    from context_ledger.spaces.levels import Level
+    from context_ledger.spaces.permissions import Permission
+    from context_ledger.spaces.service import create_organisation, create_space, set_grants
+
+    with connection() as conn:
+        org = create_organisation(conn, name="bench retrieve")
+        admin = Principal(
+            org_id=org.id,
+            user_id="admin",
+            client_id="bench",
+            scopes=frozenset({SCOPE_CONTEXT_ADMIN}),
+        )
+        team = create_space(conn, admin, name="Research", level=Level.TEAM, parent_id=None)
+        project = create_space(conn, admin, name="SciFact", level=Level.PROJECT, parent_id=team.id)
+        set_grants(
+            conn, admin, space_id=team.id, subject="user:alice", permissions=[Permission.SEARCH]
+        )
+        source = service.create_source(
+            conn,
+            admin,
+            space_id=project.id,
+            kind=SourceKind.DOCS,
+            name="scifact",
+            classification=Classification.INTERNAL,
+        )
+        version = service.open_build(conn, admin, source["id"])["version"]
+    caller = Principal(
+        org_id=org.id,
+        user_id="alice",
+        client_id="context-ledger-bench",
+        scopes=frozenset({"context:space:search"}),
+        groups=frozenset({"researchers"}),
+    )
+    return Fixture(org.id, project.id, source["id"], version, caller)
+
+
+def publish(fixture: Fixture) -> None:
+    from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
+    from context_ledger.db import connection
+    from context_ledger.sources import service
+
+    admin = Principal(
+        org_id=fixture.org_id,
+        user_id="admin",
+        client_id="bench",
+        scopes=frozenset({SCOPE_CONTEXT_ADMIN}),
+    )
+    with connection() as conn:
+        service.publish_build(conn, admin, fixture.source_id, fixture.version)
+
+
+# --- bulk load ----------------------------------------------------------------------------------
+
+_CREATE_STAGE = """
+CREATE TEMP TABLE bench_chunk_load (
+    id uuid, ordinal integer, path text, content text, content_sha256 bytea,
+    token_count integer, search_text text, embedding real[], metadata jsonb
+) ON COMMIT DROP
+"""
+_COPY_STAGE = """
+COPY bench_chunk_load (id, ordinal, path, content, content_sha256, token_count, search_text,
+                       embedding, metadata) FROM STDIN (FORMAT BINARY)
+"""
+_STAGE_TYPES = ["uuid", "int4", "text", "text", "bytea", "int4", "text", "float4[]", "jsonb"]
+_INSERT_FROM_STAGE = """
+INSERT INTO chunks (id, org_id, source_id, index_version, ordinal, path, language, content,
+                    content_sha256, token_count, tsv, embedding, embedding_model, metadata)
+SELECT id, %(org_id)s, %(source_id)s, %(version)s, ordinal, path, 'markdown', content,
+       content_sha256, token_count, to_tsvector('english', search_text), embedding, %(model)s,
+       metadata
+FROM bench_chunk_load
+"""
+
+
+def load_chunks(
+    url: str, fixture: Fixture, passages: Sequence[Passage], start: int, stop: int, dims: int
+) -> None:
+    """Append chunks ``start`` to ``stop`` to the fixture's build (one transaction)."""
+    from psycopg.types.json import Jsonb
+
+    from context_ledger.embeddings.hashing import HashingEmbeddingProvider
+    from context_ledger.sources.chunking.identifiers import search_text
+    from context_ledger.sources.chunking.tokens import count_tokens
+
+    embedder = HashingEmbeddingProvider(dims)
+    with psycopg.connect(url) as conn:
+        conn.execute(_CREATE_STAGE)
+        with conn.cursor() as cursor, cursor.copy(_COPY_STAGE) as copy:
+            copy.set_types(_STAGE_TYPES)
+            for ordinal in tqdm(range(start, stop), desc=f"load chunks to {stop:,}", leave=False):
+                passage = passage_at(passages, ordinal)
+                copy.write_row(
+                    (
+                        uuid.uuid4(),
+                        ordinal,
+                        passage.path,
+                        passage.content,
+                        hashlib.sha256(passage.content.encode()).digest(),
+                        count_tokens(passage.content),
+                        search_text(passage.content, code=False),
+                        embedder.embed_text(passage.content),
+                        Jsonb({"headings": [passage.title]}),
+                    )
+                )
+        params = {
+            "org_id": fixture.org_id,
+            "source_id": fixture.source_id,
+            "version": fixture.version,
+            "model": f"hashing-{dims}",
+        }
+        conn.execute(_INSERT_FROM_STAGE, params)
+
+
+def prepare_indexes(url: str, dims: int) -> None:
+    """VACUUM ANALYZE (statistics, GIN pending list, visibility map), then the HNSW index."""
+    from context_ledger.search.vectors import ensure_vector_index
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE chunks")
+        conn.execute(
+            sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(BUILD_MAINTENANCE_WORK_MEM))
+        )
+        ensure_vector_index(conn, dims)
+
+
+def drop_vector_index(url: str, dims: int) -> None:
+    """Appending to an HNSW-indexed table is slow; the index is rebuilt after the load."""
+    from context_ledger.search.vectors import index_name
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        statement = sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(index_name(dims)))
+        conn.execute(statement)
+
+
+# --- services the handler talks to --------------------------------------------------------------
+
+
+@contextmanager
+def sqs_queue() -> Iterator[str]:
+    """moto's SQS server on loopback with the attribution queue; yields the queue URL."""
+    import logging
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    os.environ["AWS_ENDPOINT_URL_SQS"] = f"http://{host}:{port}"
+    try:
+        queue_url = boto3.client("sqs").create_queue(QueueName="bench-attribution")["QueueUrl"]
+        os.environ["KEYSTONE_ATTRIBUTION_QUEUE_URL"] = queue_url
+        yield queue_url
+    finally:
+        server.stop()
+
+
+def configure(*, backend: str, embeddings_url: str | None, dims: int) -> None:
+    """Point the handler's settings at a backend and (or no) embeddings endpoint."""
+    from context_ledger.embeddings.client import get_embeddings_client
+    from context_ledger.settings import get_settings
+
+    os.environ["KEYSTONE_CONTEXT_SEARCH_BACKEND"] = backend
+    if embeddings_url is None:
+        for name in ("URL", "MODEL", "DIMENSIONS"):
+            os.environ.pop(f"KEYSTONE_CONTEXT_EMBEDDINGS_{name}", None)
+    else:
+        os.environ["KEYSTONE_CONTEXT_EMBEDDINGS_URL"] = embeddings_url
+        os.environ["KEYSTONE_CONTEXT_EMBEDDINGS_MODEL"] = f"hashing-{dims}"
+        os.environ["KEYSTONE_CONTEXT_EMBEDDINGS_DIMENSIONS"] = str(dims)
+    get_settings.cache_clear()
+    get_embeddings_client.cache_clear()
+
+
+# --- the handler --------------------------------------------------------------------------------
+
+
+@dataclass
+class FakeLambdaContext:
+    """What the Python Lambda runtime passes as the handler's second argument."""
+
+    function_name: str = "RetrieveFunction"
+    function_version: str = "$LATEST"
+    memory_limit_in_mb: str = "1024"
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:RetrieveFunction"
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    log_group_name: str = "/aws/lambda/RetrieveFunction"
+    log_stream_name: str = "bench"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 29_000
+
+
+def load_handler() -> Handler:
+    """Import functions/retrieve/app.py by file path, as the local runtime does."""
+    spec = importlib.util.spec_from_file_location("_context_ledger_bench_retrieve", HANDLER_FILE)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot import {HANDLER_FILE}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.handler
+
+
+def retrieve_event(fixture: Fixture, query: str) -> dict[str, Any]:
+    """A payload 2.0 event for ``POST /api/v1/context/retrieve`` with the authorizer context."""
+    from context_ledger.local.events import ApiInfo, HttpRequest, Stamp, http_event
+
+    body = {
+        "query": query,
+        "spaceId": str(fixture.project_id),
+        "tokenBudget": 4096,
+        "maxPerLevel": 5,
+        "excludeRelated": False,
+        "sourceKinds": ["codebase", "docs"],
+    }
+    request = HttpRequest(
+        method="POST",
+        target="/api/v1/context/retrieve",
+        headers=[
+            ("host", "a1b2c3d4e5.execute-api.us-east-1.amazonaws.com"),
+            ("content-type", "application/json"),
+            ("accept", "application/json"),
+            ("user-agent", "context-ledger-bench/1"),
+            ("x-keystone-client", "bench/1.0"),
+        ],
+        body=json.dumps(body).encode(),
+    )
+    return http_event(
+        request,
+        route_key=ROUTE_KEY,
+        path_parameters={},
+        api=ApiInfo(api_id="a1b2c3d4e5", region="us-east-1"),
+        stamp=Stamp.new(),
+        authorizer_context=fixture.caller.to_authorizer_context(),
+    )
+
+
+def call_handler(handler: Handler, event: dict[str, Any]) -> float:
+    """Seconds one call takes, the search cache cleared first; raises unless it answered 200."""
+    from context_ledger.http.retrieve import _CACHE
+
+    _CACHE.clear()
+    context = FakeLambdaContext()
+    started = time.perf_counter()
+    response = handler(event, context)
+    seconds = time.perf_counter() - started
+    if response.get("statusCode") != 200:
+        raise RuntimeError(
+            f"retrieve answered {response.get('statusCode')}: {response.get('body')}"
+        )
+    return seconds
+
+
+# --- the bare query -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Statement:
+    text: str
+    bound: bool  # executed with the search parameters
+
+
+@dataclass(frozen=True)
+class BareSearch:
+    """The statements ``find_candidates`` runs for one backend and mode, as SQL text."""
+
+    statements: list[Statement]
+
+    def run(self, conn: psycopg.Connection, params: dict[str, Any]) -> float:
+        started = time.perf_counter()
+        with conn.transaction():
+            for statement in self.statements:
+                conn.execute(statement.text, params if statement.bound else None).fetchall()
+        return time.perf_counter() - started
+
+
+def search_query(fixture: Fixture, text: str, vector: list[float] | None) -> Any:
+    from context_ledger.search.fulltext import SearchQuery
+
+    return SearchQuery(fixture.org_id, [fixture.source_id], text, vector, CANDIDATES)
+
+
+def capture_bare_search(
+    url: str, fixture: Fixture, query: str, vector: list[float] | None, backend: str
+) -> BareSearch:
+    """Record what find_candidates executes (second call: per-process lookups are cached)."""
+    from context_ledger.search.candidates import find_candidates
+    from context_ledger.settings import SearchBackend
+
+    recorded: list[Statement] = []
+
+    class Recording(psycopg.Cursor):
+        def execute(self, query, params=None, **kwargs):  # type: ignore[no-untyped-def]
+            text = query if isinstance(query, str) else query.as_string(self.connection)
+            recorded.append(Statement(text, params is not None))
+            return super().execute(query, params, **kwargs)
+
+    with psycopg.connect(url, cursor_factory=Recording) as conn:
+        for _ in range(2):
+            recorded.clear()
+            find_candidates(
+                conn,
+                org_id=fixture.org_id,
+                source_ids=[fixture.source_id],
+                query=query,
+                query_vector=vector,
+                backend=SearchBackend(backend),
+                limit=CANDIDATES,
+            )
+            conn.rollback()
+    return BareSearch(list(recorded))
+
+
+# --- measurement --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stats:
+    p50: float
+    p95: float
+    p99: float
+    mean: float
+
+    @classmethod
+    def of(cls, seconds: Sequence[float]) -> Stats:
+        ms = [s * 1000 for s in seconds]
+        cuts = statistics.quantiles(ms, n=100, method="inclusive")
+        return cls(cuts[49], cuts[94], cuts[98], statistics.fmean(ms))
+
+    def cells(self, digits: int = 1) -> str:
+        """``p50/p95 p99/mean`` in milliseconds, two columns of the table."""
+        return (
+            f"{self.p50:>7.{digits}f}/{self.p95:<7.{digits}f} "
+            f"{self.p99:>7.{digits}f}/{self.mean:<7.{digits}f}"
+        )
+
+
+@dataclass(frozen=True)
+class Row:
+    chunks: int
+    backend: str
+    mode: str
+    bare: Stats
+    handler: Stats
+
+    @property
+    def ratio(self) -> float:
+        return self.handler.p95 / self.bare.p95
+
+    def targets(self) -> list[tuple[str, bool]]:
+        checks = [(f"<={TARGET_RATIO:g}x", self.ratio <= TARGET_RATIO)]
+        if self.backend == "pgvector" and self.mode == "hybrid" and self.chunks >= 100_000:
+            within = self.handler.p95 <= TARGET_PGVECTOR_P95_MS
+            checks.append((f"p95<={TARGET_PGVECTOR_P95_MS:g}ms", within))
+        return checks
+
+    def line(self) -> str:
+        target = " ".join(f"{name} {'ok' if met else 'MISS'}" for name, met in self.targets())
+        return (
+            f"{self.chunks:>7} {self.backend:<8} {self.mode:<9} {self.bare.cells()} "
+            f"{self.handler.cells()} {self.ratio:>8.2f}x  {target}"
+        )
+
+
+HEADER = (
+    f"{'chunks':>7} {'backend':<8} {'mode':<9} {'bare p50/p95':>15} {'p99/mean ms':<15} "
+    f"{'handler p50/p95':>15} {'p99/mean ms':<15} {'ratio p95':>9}  target"
+)
+
+
+@dataclass(frozen=True)
+class Workload:
+    fixture: Fixture
+    warmup: list[str]
+    queries: list[str]
+    vectors: dict[str, list[float]]
+
+
+def measure(
+    url: str, handler: Handler, workload: Workload, *, chunks: int, backend: str, mode: str
+) -> Row:
+    """Warm up, then time each query through the handler and the bare search, alternating
+    which goes first so neither always finds the other's pages freshly cached."""
+    hybrid = mode == "hybrid"
+    fixture = workload.fixture
+
+    def vector(text: str) -> list[float] | None:
+        return workload.vectors[text] if hybrid else None
+
+    probe = workload.warmup[0]
+    bare = capture_bare_search(url, fixture, probe, vector(probe), backend)
+    handler_seconds, bare_seconds = [], []
+    with psycopg.connect(url, autocommit=True) as conn:
+        for text in workload.warmup:
+            call_handler(handler, retrieve_event(fixture, text))
+            bare.run(conn, search_query(fixture, text, vector(text)).params())
+        label = f"{chunks:,} {backend} {mode}"
+        for index, text in enumerate(tqdm(workload.queries, desc=label, leave=False)):
+            event = retrieve_event(fixture, text)
+            params = search_query(fixture, text, vector(text)).params()
+            if index % 2:
+                handler_seconds.append(call_handler(handler, event))
+                bare_seconds.append(bare.run(conn, params))
+            else:
+                bare_seconds.append(bare.run(conn, params))
+                handler_seconds.append(call_handler(handler, event))
+    return Row(chunks, backend, mode, Stats.of(bare_seconds), Stats.of(handler_seconds))
+
+
+def with_tcp_nodelay(server: Any) -> type:
+    """Make the stand-in set TCP_NODELAY on its connections; return its own handler class.
+
+    The stand-in writes an answer's headers and body in two sends. With Nagle's algorithm on, the
+    body waits for the client's delayed ACK, about 40 ms on Linux, which would swamp every hybrid
+    figure; real embeddings servers set TCP_NODELAY. Only connections opened afterwards change.
+    """
+    original = server.RequestHandlerClass
+    server.RequestHandlerClass = type(
+        "NoDelayHandler", (original,), {"disable_nagle_algorithm": True}
+    )
+    return original
+
+
+def time_calls(call: Callable[[str], object], queries: Sequence[str]) -> Stats:
+    for text in queries[:WARMUP]:
+        call(text)
+    seconds = []
+    for text in queries:
+        started = time.perf_counter()
+        call(text)
+        seconds.append(time.perf_counter() - started)
+    return Stats.of(seconds)
+
+
+def component_costs(
+    server: Any, shipped_handler: type, queue_url: str, queries: Sequence[str], dims: int
+) -> list[tuple[str, Stats]]:
+    """The network calls inside the handler, alone: query embedding and SQS publish."""
+    import boto3
+
+    from context_ledger.embeddings.client import EmbeddingsClient
+
+    def embed_with(client: EmbeddingsClient) -> Callable[[str], object]:
+        return lambda text: client.embed([text])
+
+    costs = []
+    nodelay = EmbeddingsClient(server.url, f"hashing-{dims}", dimensions=dims)
+    costs.append(
+        ("embedding, stand-in + TCP_NODELAY (used)", time_calls(embed_with(nodelay), queries))
+    )
+    nodelay.close()
+    patched, server.RequestHandlerClass = server.RequestHandlerClass, shipped_handler
+    shipped = EmbeddingsClient(server.url, f"hashing-{dims}", dimensions=dims)
+    costs.append(
+        ("embedding, stand-in as shipped (Nagle)", time_calls(embed_with(shipped), queries))
+    )
+    shipped.close()
+    server.RequestHandlerClass = patched
+    sqs = boto3.client("sqs")
+    body = json.dumps(
+        {"record": {"chunks": [{"chunkId": str(uuid.uuid4())}] * 5}, "pad": "x" * 900}
+    )
+    send = time_calls(lambda _: sqs.send_message(QueueUrl=queue_url, MessageBody=body), queries)
+    costs.append(("SQS send_message (moto in-process)", send))
+    return costs
+
+
+def run(args: argparse.Namespace, url: str, report: Callable[[str], None]) -> list[Row]:
+    from context_ledger.embeddings.hashing import HashingEmbeddingProvider
+    from context_ledger.local.embeddings_server import serve_embeddings
+
+    passages = corpus_passages(args.corpus)
+    texts = load_queries(args.queries_file, args.queries + WARMUP)
+    provider = HashingEmbeddingProvider(args.dims)
+    fixture = create_fixture()
+    workload = Workload(
+        fixture,
+        warmup=texts[:WARMUP],
+        queries=texts[WARMUP:],
+        vectors={text: provider.embed_text(text) for text in texts},
+    )
+    rows: list[Row] = []
+    loaded = 0
+    with sqs_queue() as queue_url, serve_embeddings(dims=args.dims) as server:
+        shipped_handler = with_tcp_nodelay(server)
+        configure(backend="exact", embeddings_url=server.url, dims=args.dims)
+        handler = load_handler()
+        for size in sorted(args.sizes):
+            started = time.perf_counter()
+            drop_vector_index(url, args.dims)
+            load_chunks(url, fixture, passages, loaded, size, args.dims)
+            if loaded == 0:
+                publish(fixture)
+            loaded = size
+            prepare_indexes(url, args.dims)
+            report(f"# {size:,} chunks loaded and indexed in {time.perf_counter() - started:.1f} s")
+            for backend in ("exact", "pgvector"):
+                for mode in ("hybrid", "full-text"):
+                    embeddings_url = server.url if mode == "hybrid" else None
+                    configure(backend=backend, embeddings_url=embeddings_url, dims=args.dims)
+                    row = measure(url, handler, workload, chunks=size, backend=backend, mode=mode)
+                    rows.append(row)
+                    report(row.line())
+        report("")
+        report(f"{'inside the handler, measured alone':<44} {'p50/p95 ms':>15} {'p99/mean':>15}")
+        costs = component_costs(server, shipped_handler, queue_url, workload.queries, args.dims)
+        for name, stats in costs:
+            report(f"{name:<44} {stats.cells(2)}")
+    return rows
+
+
+def summary(rows: Sequence[Row]) -> str:
+    misses = [
+        f"{row.chunks:,} {row.backend} {row.mode}: {name}"
+        for row in rows
+        for name, met in row.targets()
+        if not met
+    ]
+    if not misses:
+        return "targets met: every handler p95 <= 2x bare; pgvector hybrid p95 <= 30 ms at 100k"
+    return "targets missed: " + "; ".join(misses)
+
+
+def parse_sizes(raw: str) -> list[int]:
+    sizes = sorted({int(part.replace("_", "")) for part in raw.split(",") if part.strip()})
+    if not sizes or sizes[0] < 1:
+        raise argparse.ArgumentTypeError("sizes are positive integers, e.g. 10000,100000")
+    return sizes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=parse_sizes, default=[10_000, 100_000], help="chunks")
+    parser.add_argument("--queries", type=int, default=100, help="measured queries per row")
+    parser.add_argument("--dims", type=int, default=384, help="embedding dimensions")
+    parser.add_argument("--corpus", type=Path, default=DATA / "corpus.jsonl")
+    parser.add_argument("--queries-file", type=Path, default=DATA / "queries.jsonl")
+    args = parser.parse_args(argv)
+    if args.queries < 2:
+        parser.error("--queries must be at least 2")
+    started = time.perf_counter()
+    os.environ.setdefault("KEYSTONE_ENVIRONMENT", "local")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    # moto only: never real AWS credentials, whatever the environment holds.
+    os.environ.update(
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",  # noqa: S106 (moto's dummy key)
+    )
+    os.environ.pop("AWS_SESSION_TOKEN", None)
+    os.environ.pop("AWS_PROFILE", None)
+    from ingest import scratch_database  # bench/ is the script's folder, first on sys.path
+
+    with scratch_database() as url:
+        print(HEADER)
+        rows = run(args, url, lambda line: print(line, flush=True))
+    print()
+    print(summary(rows))
+    print(f"total {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

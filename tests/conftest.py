@@ -85,12 +85,19 @@ def db(database_url: str) -> Iterator[str]:
                 " AND tablename <> 'schema_migrations'"
             )
         ]
-        if tables:
-            conn.execute(
-                psycopg.sql.SQL("TRUNCATE {} CASCADE").format(
-                    psycopg.sql.SQL(", ").join(psycopg.sql.Identifier(t) for t in tables)
-                )
-            )
+        truncate = psycopg.sql.SQL("TRUNCATE {} CASCADE").format(
+            psycopg.sql.SQL(", ").join(psycopg.sql.Identifier(t) for t in tables)
+        )
+        # The local runtime's queue poller may still be appending a test's attribution records;
+        # its row locks can deadlock with TRUNCATE's table locks. PostgreSQL aborts one side;
+        # the writer's message is redelivered, and the cleanup simply tries again.
+        for attempt in range(5):
+            try:
+                conn.execute(truncate)
+                break
+            except psycopg.errors.DeadlockDetected:
+                if attempt == 4:
+                    raise
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""The ``context-ledger`` command: local runtime, tokens, organisations, API keys, migrations.
+"""The ``context-ledger`` command: local runtime, tokens, organisations, API keys, migrations,
+evidence chain verification.
 
 Every command works against ``CONTEXT_LEDGER_HOME`` (default ``.context-ledger/``), including
 while ``context-ledger dev`` runs on the same home.
@@ -173,6 +174,37 @@ def _cmd_embeddings_server(args: argparse.Namespace) -> int:
     return serve_embeddings(argv + (["--api-key", args.api_key] if args.api_key else []))
 
 
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from context_ledger.db import connection
+    from context_ledger.evidence.chain import org_chain
+    from context_ledger.evidence.keys import get_key_ring
+    from context_ledger.evidence.listing import verify_chain
+    from context_ledger.evidence.verify_job import list_chains
+    from context_ledger.local.environment import prepare_local
+
+    prepare_local().apply()
+    keys = get_key_ring()
+    if args.org is not None:
+        chains = [org_chain(args.org)]
+    else:
+        with connection() as conn:
+            chains = list_chains(conn)
+    failed = 0
+    for chain in chains:
+        with connection() as conn:
+            result = verify_chain(conn, chain=chain, keys=keys, full=args.full).result
+        if result.ok:
+            print(f"{chain}: ok, {result.checked} entries checked")
+        else:
+            failed += 1
+            print(
+                f"{chain}: FAILED at seq {result.first_bad_seq} ({result.reason}), "
+                f"{result.checked} entries checked before it"
+            )
+    print(f"{len(chains)} chains verified, {failed} failed")
+    return 1 if failed else 0
+
+
 def _identity_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--org", type=_uuid, required=True, help="organisation id")
     parser.add_argument("--user", required=True, help="user id (the token's sub)")
@@ -239,6 +271,13 @@ def build_parser() -> argparse.ArgumentParser:
     _identity_options(apikey_create)
     apikey_create.add_argument("--name", default="", help="a label for the key")
     apikey_create.set_defaults(run=_cmd_apikey_create)
+
+    verify = commands.add_parser(
+        "verify", help="verify evidence chains in the local database; exit 1 if one fails"
+    )
+    verify.add_argument("--org", type=_uuid, help="only this organisation's chain")
+    verify.add_argument("--full", action="store_true", help="from seq 1, not the last checkpoint")
+    verify.set_defaults(run=_cmd_verify)
     return parser
 
 

@@ -11,7 +11,7 @@ ifeq ($(PY312),)
 PY312 := $(shell command -v python3.12 2>/dev/null)
 endif
 
-.PHONY: install dev demo test lint lint-sam format build bench clean
+.PHONY: install dev demo test lint lint-sam format build bench bench-retrieve clean
 
 $(BIN)/context-ledger: pyproject.toml shared/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,9 @@ lint-sam: $(SAM_VENV)/bin/sam  ## SAM's own validation (installs aws-sam-cli int
 
 bench: install  ## ingest throughput (this repo + SciFact) against its baselines
 	$(BIN)/python bench/ingest.py
+
+bench-retrieve: install  ## retrieve latency: handler vs bare search SQL, 10k/100k chunks, both backends
+	$(BIN)/python bench/retrieve.py
 
 $(SAM_VENV)/bin/sam:
 	$(PYTHON) -m venv $(SAM_VENV)

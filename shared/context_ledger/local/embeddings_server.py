@@ -148,6 +148,8 @@ class StandInEmbeddingsServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: StandInEmbeddingsServer
     protocol_version = "HTTP/1.1"  # keep-alive, as the client reuses connections
+    # Small responses on a kept-alive connection otherwise wait ~40 ms for Nagle + delayed ACK.
+    disable_nagle_algorithm = True
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))

@@ -27,7 +27,6 @@ from context_ledger.search.vectors import (
     ensure_vector_index,
     vector_search_sql,
 )
-from context_ledger.sources.searchable import SEARCHABLE_CHUNKS
 
 #: HNSW candidate list size. Measured against exact search (SciFact and CoSQA, 19k chunks of
 #: three sources, hashing embeddings of 64 and 384 dimensions, top 100): recall@10 .92-.94 at
@@ -39,12 +38,19 @@ _SETTINGS = sql.SQL(
     " set_config('hnsw.iterative_scan', 'relaxed_order', true)"
 )
 
-# ORDER BY the bare distance, so the planner can answer it from the HNSW index.
+# ORDER BY the bare distance, so the planner can answer it from the HNSW index. The visibility
+# rule of SEARCHABLE_CHUNKS (organisation, sources, current index version) is written as filters on
+# chunk columns here: joining `sources` makes the planner scan the table instead of the index
+# (bench/retrieve.py at 100k chunks: 629 ms → 23 ms p50 for this statement).
 _SEARCH = sql.SQL(
     """
 SELECT c.id AS chunk_id, c.source_id, c.index_version,
        1 - nullif({distance}, 'NaN') AS similarity
-FROM {searchable}
+FROM chunks c
+WHERE c.org_id = %(org_id)s AND c.source_id = ANY(%(source_ids)s)
+  AND c.index_version = (
+      SELECT s.index_version FROM sources s WHERE s.id = c.source_id AND s.org_id = c.org_id
+  )
   AND {predicate}
 ORDER BY {distance}
 LIMIT %(limit)s
@@ -72,11 +78,7 @@ def hnsw_search(conn: Connection, query: SearchQuery) -> list[Hit]:
     dimensions = vector_dimensions(query)
     key = _ensure_index(conn, dimensions)
     search = vector_search_sql(dimensions, table="c")
-    hits = _SEARCH.format(
-        distance=search.distance,
-        predicate=search.predicate,
-        searchable=sql.SQL(SEARCHABLE_CHUNKS),
-    )
+    hits = _SEARCH.format(distance=search.distance, predicate=search.predicate)
     settings = _SETTINGS.format(ef_search=sql.Literal(str(EF_SEARCH)))
     try:
         with conn.transaction():  # a transaction (or savepoint) to scope the settings

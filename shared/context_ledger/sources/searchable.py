@@ -1,7 +1,9 @@
 """Which chunks searches may see: those of each source's current index version, only.
 
 Every search query (full-text, vector, related code) joins through :data:`SEARCHABLE_CHUNKS`, so
-an unpublished build, a superseded version and a deleted source are invisible by construction.
+an unpublished build, a superseded version and a deleted source are invisible by construction. The
+one exception states the same rule as filters on chunk columns: the pgvector backend's HNSW query,
+whose index the planner will not use under the join.
 """
 
 from __future__ import annotations

@@ -178,8 +178,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from context_ledger.db import connection
     from context_ledger.evidence.chain import org_chain
     from context_ledger.evidence.keys import get_key_ring
-    from context_ledger.evidence.listing import verify_chain
-    from context_ledger.evidence.verify_job import list_chains
+    from context_ledger.evidence.verify_job import list_chains, verify_chain
     from context_ledger.local.environment import prepare_local
 
     prepare_local().apply()

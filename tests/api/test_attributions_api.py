@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from dataclasses import dataclass
 
 import httpx
 import pytest
+from api_support import bearer, error_of, wait_for_attribution
 
 from context_ledger.auth.principal import SCOPE_AUDIT_READ, SCOPE_CONTEXT_ADMIN
 from context_ledger.db import connection
@@ -17,28 +17,6 @@ SPACES = "/api/v1/context/spaces"
 SOURCES = "/api/v1/context/sources"
 BY_REQUEST = "/api/v1/context/attributions"
 BY_ID = "/api/v1/context/attribution"
-
-
-def bearer(value: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {value}"}
-
-
-def error_of(response: httpx.Response) -> tuple[int, str]:
-    return response.status_code, response.json()["error"]["code"]
-
-
-def wait_for_attribution(attribution_id: str, timeout: float = 15.0) -> None:
-    """The writer records asynchronously (through the local queue): wait for its lookup row."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with connection() as conn:
-            row = conn.execute(
-                "SELECT 1 FROM attributions WHERE attribution_id = %s", (attribution_id,)
-            ).fetchone()
-        if row is not None:
-            return
-        time.sleep(0.2)
-    pytest.fail(f"the writer did not record attribution {attribution_id} within {timeout} s")
 
 
 @dataclass(frozen=True)

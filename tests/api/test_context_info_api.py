@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
+from api_support import bearer, error_of
 
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
 from context_ledger.settings import DEFAULT_LEVEL_WEIGHTS, get_settings
@@ -22,14 +23,6 @@ EVENTS = Path(__file__).resolve().parents[2] / "events"
 EMBEDDINGS_HOST = "embeddings.internal-secret-host.example"
 EMBEDDINGS_URL = f"https://{EMBEDDINGS_HOST}:8443/v1"
 EMBEDDINGS_KEY = "sk-live-do-not-leak-0123456789"
-
-
-def bearer(value: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {value}"}
-
-
-def error_of(response: httpx.Response) -> tuple[int, str]:
-    return response.status_code, response.json()["error"]["code"]
 
 
 def grant(api: httpx.Client, headers, space_id, subject: str, *permissions: str) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from api_support import bearer, error_of
 
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
 from context_ledger.db import connection
@@ -21,14 +22,6 @@ RETRIEVE = "/api/v1/context/retrieve"
 SPACES = "/api/v1/context/spaces"
 SOURCES = "/api/v1/context/sources"
 GO_PACKAGE = Path(__file__).resolve().parents[1] / "fixtures" / "code_graph" / "go"
-
-
-def bearer(value: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {value}"}
-
-
-def error_of(response: httpx.Response) -> tuple[int, str]:
-    return response.status_code, response.json()["error"]["code"]
 
 
 class World:

@@ -7,6 +7,7 @@ import uuid
 
 import httpx
 import pytest
+from api_support import bearer, error_of
 
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
 from context_ledger.db import connection
@@ -14,14 +15,6 @@ from context_ledger.sources.searchable import current_chunks
 
 SPACES = "/api/v1/context/spaces"
 SOURCES = "/api/v1/context/sources"
-
-
-def bearer(value: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {value}"}
-
-
-def error_of(response: httpx.Response) -> tuple[int, str]:
-    return response.status_code, response.json()["error"]["code"]
 
 
 @pytest.fixture

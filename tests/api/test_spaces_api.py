@@ -7,6 +7,7 @@ import uuid
 
 import httpx
 import pytest
+from api_support import bearer, error_of
 
 from context_ledger.auth.api_keys import create_api_key, revoke_api_key
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
@@ -15,18 +16,10 @@ from context_ledger.db import connection
 SPACES = "/api/v1/context/spaces"
 
 
-def bearer(value: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {value}"}
-
-
 def create_team(api: httpx.Client, headers: dict[str, str], name: str = "Payments") -> dict:
     response = api.post(SPACES, headers=headers, json={"name": name, "level": "team"})
     assert response.status_code == 201, response.text
     return response.json()
-
-
-def error_of(response: httpx.Response) -> tuple[int, str]:
-    return response.status_code, response.json()["error"]["code"]
 
 
 def test_creating_a_space_answers_201_with_the_space(api, org, admin_headers) -> None:

@@ -7,6 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from code_graph_support import Pair, load, pairs
 
 from context_ledger.sources.code_graph import build_code_graph
 from context_ledger.sources.model import Document, EdgeRelation, SymbolEdge
@@ -18,24 +19,6 @@ BATCH = "refunds/batch.go"
 LEDGER = "ledger/ledger.go"
 TESTS = "refunds/refunds_test.go"
 EXAMPLES = "refunds/example_test.go"
-
-Pair = tuple[str, str]
-
-
-def load(root: Path) -> list[Document]:
-    return [
-        Document(path=path.relative_to(root).as_posix(), content=path.read_text())
-        for path in sorted(root.rglob("*"))
-        if path.suffix in (".go", ".mod", ".py")
-    ]
-
-
-def pairs(edges: list[SymbolEdge], relation: EdgeRelation) -> set[Pair]:
-    return {
-        (f"{e.from_path}:{e.from_symbol}", f"{e.to_path}:{e.to_symbol}")
-        for e in edges
-        if e.relation == relation
-    }
 
 
 def calls_of(documents: list[Document]) -> set[Pair]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from code_graph_support import Pair, load, pairs
 
 from context_ledger.sources.code_graph import build_code_graph
 from context_ledger.sources.model import Document, EdgeRelation, SymbolEdge
@@ -19,24 +20,6 @@ REPORTS = "shop/reports.py"
 CONFTEST = "tests/conftest.py"
 TEST_REFUNDS = "tests/test_refunds.py"
 TEST_REPORTS = "tests/test_reports.py"
-
-Pair = tuple[str, str]
-
-
-def load(root: Path) -> list[Document]:
-    return [
-        Document(path=path.relative_to(root).as_posix(), content=path.read_text())
-        for path in sorted(root.rglob("*"))
-        if path.suffix in (".go", ".mod", ".py")
-    ]
-
-
-def pairs(edges: list[SymbolEdge], relation: EdgeRelation) -> set[Pair]:
-    return {
-        (f"{e.from_path}:{e.from_symbol}", f"{e.to_path}:{e.to_symbol}")
-        for e in edges
-        if e.relation == relation
-    }
 
 
 def python(files: dict[str, str]) -> list[Document]:

@@ -1,7 +1,6 @@
-"""An organisation's evidence for auditors: the compliance-evidence listing and on-demand
-verification of its chain.
+"""An organisation's evidence for auditors: the compliance-evidence listing.
 
-Both read one chain, ``org:<orgId>``, so an organisation never sees another's entries.
+It reads one chain, ``org:<orgId>``, so an organisation never sees another's entries.
 """
 
 from __future__ import annotations
@@ -16,14 +15,7 @@ from typing import Any
 
 import psycopg
 
-from context_ledger.evidence.chain import (
-    VerifyResult,
-    checkpoint,
-    decode_record,
-    verify,
-    verify_from_checkpoint,
-)
-from context_ledger.evidence.keys import KeyRing, refresh_key_ring
+from context_ledger.evidence.chain import decode_record
 
 #: Fields the chain adds to every stored record (see evidence.chain); a reader is shown the record
 #: as its writer gave it, with the envelope values in their own response fields.
@@ -141,39 +133,3 @@ def list_evidence(
         entries=entries,
         next_position=None if last is None else Position(last.created_at, last.seq),
     )
-
-
-@dataclass(frozen=True)
-class CheckpointInfo:
-    seq: int
-    created_at: datetime
-
-
-@dataclass(frozen=True)
-class ChainVerification:
-    result: VerifyResult
-    checkpoint: CheckpointInfo | None
-
-
-_LATEST_CHECKPOINT = """
-SELECT seq, created_at FROM evidence_checkpoints
-WHERE chain = %(chain)s
-ORDER BY seq DESC
-LIMIT 1
-"""
-
-
-def verify_chain(
-    conn: psycopg.Connection, *, chain: str, keys: KeyRing, full: bool = False
-) -> ChainVerification:
-    """Verify ``chain`` (from its last checkpoint, or from seq 1 when ``full``) and, when it
-    verifies, checkpoint it in the caller's transaction; returns the latest checkpoint."""
-    if full:
-        result = verify(conn, chain=chain, keys=keys, reload_keys=refresh_key_ring)
-    else:
-        result = verify_from_checkpoint(conn, chain=chain, keys=keys, reload_keys=refresh_key_ring)
-    if result.ok:
-        checkpoint(conn, verified=result)
-    row = conn.execute(_LATEST_CHECKPOINT, {"chain": chain}).fetchone()
-    latest = None if row is None else CheckpointInfo(row["seq"], row["created_at"])
-    return ChainVerification(result=result, checkpoint=latest)

@@ -1,4 +1,6 @@
-"""The daily chain verification: every chain from its last checkpoint, then a new checkpoint.
+"""Chain verification: the daily job over every chain, and one chain on demand (the
+observability endpoint and ``context-ledger verify``), each from its last checkpoint, then a new
+checkpoint.
 
 Each run checks the entries appended since the previous run and that the checkpointed entry is
 unchanged, so its cost follows the day's volume, not the chain's length. Every result is logged
@@ -9,6 +11,8 @@ someone who could rewrite the database tables themselves. ``ChainVerifyFailures`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -16,8 +20,8 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from context_ledger.db import connection
-from context_ledger.evidence.chain import VerifyResult, checkpoint, verify_from_checkpoint
-from context_ledger.evidence.keys import get_key_ring, refresh_key_ring
+from context_ledger.evidence.chain import VerifyResult, checkpoint, verify, verify_from_checkpoint
+from context_ledger.evidence.keys import KeyRing, get_key_ring, refresh_key_ring
 
 logger = Logger(child=True)
 
@@ -91,3 +95,39 @@ def _verify_chain(chain: str, *, batch: int) -> VerifyResult:
             reason=result.reason,
         )
     return result
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    seq: int
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ChainVerification:
+    result: VerifyResult
+    checkpoint: CheckpointInfo | None
+
+
+_LATEST_CHECKPOINT = """
+SELECT seq, created_at FROM evidence_checkpoints
+WHERE chain = %(chain)s
+ORDER BY seq DESC
+LIMIT 1
+"""
+
+
+def verify_chain(
+    conn: psycopg.Connection, *, chain: str, keys: KeyRing, full: bool = False
+) -> ChainVerification:
+    """Verify ``chain`` (from its last checkpoint, or from seq 1 when ``full``) and, when it
+    verifies, checkpoint it in the caller's transaction; returns the latest checkpoint."""
+    if full:
+        result = verify(conn, chain=chain, keys=keys, reload_keys=refresh_key_ring)
+    else:
+        result = verify_from_checkpoint(conn, chain=chain, keys=keys, reload_keys=refresh_key_ring)
+    if result.ok:
+        checkpoint(conn, verified=result)
+    row = conn.execute(_LATEST_CHECKPOINT, {"chain": chain}).fetchone()
+    latest = None if row is None else CheckpointInfo(row["seq"], row["created_at"])
+    return ChainVerification(result=result, checkpoint=latest)

@@ -18,8 +18,8 @@ from context_ledger.evidence.listing import (
     InvalidCursorError,
     Position,
     list_evidence,
-    verify_chain,
 )
+from context_ledger.evidence.verify_job import verify_chain
 from context_ledger.http.models import ApiModel
 from context_ledger.http.principal import current_principal
 

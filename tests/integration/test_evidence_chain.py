@@ -144,7 +144,7 @@ TAMPERING = {
         3,
         "prev_mac does not link",
     ),
-    "deleted_tail": ("DELETE FROM evidence_chain WHERE seq = 5", 5, "chain head"),
+    "deleted_tail": ("DELETE FROM evidence_chain WHERE seq = 5", 5, "entry is missing"),
     "deleted_head": ("DELETE FROM evidence_chain_heads", 1, "no head"),
     "moved_to_another_organisation": (
         "UPDATE evidence_chain SET org_id = gen_random_uuid() WHERE seq = 4",

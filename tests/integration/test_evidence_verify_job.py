@@ -32,9 +32,11 @@ LAMBDA_CONTEXT = SimpleNamespace(
 
 
 @pytest.fixture
-def keys(db: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[KeyRing]:
-    """The service reads its HMAC key from the environment, as in local mode."""
+def keys(db: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[KeyRing]:
+    """The service reads its HMAC key and checkpoint directory from the environment, as in
+    local mode."""
     monkeypatch.setenv("KEYSTONE_EVIDENCE_HMAC_KEY", "verify-job-test-key-" + "v" * 32)
+    monkeypatch.setenv("KEYSTONE_EVIDENCE_CHECKPOINT_DIR", str(tmp_path / "checkpoints"))
     monkeypatch.delenv("KEYSTONE_EVIDENCE_HMAC_SECRET_ARN", raising=False)
     get_settings.cache_clear()
     clear_key_ring_cache()

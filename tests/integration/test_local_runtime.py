@@ -238,6 +238,18 @@ def test_functions_see_the_resolved_template_environment(runtime: LocalRuntime) 
     assert "FIXTURE_JWKS_URL" not in os.environ  # a parameter without a default
 
 
+def test_a_variable_set_in_the_shell_wins_over_the_templates_parameter_default(
+    runtime: LocalRuntime, records_file: Path, sqs_endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GREETING", "from the shell")
+    with LocalRuntime(
+        TEMPLATE, port=0, env={"FIXTURE_RECORDS": str(records_file)}, sqs_endpoint=sqs_endpoint
+    ):
+        assert os.environ["GREETING"] == "from the shell"
+
+    assert os.environ["GREETING"] == "from the shell", "stop restores what the shell had"
+
+
 def test_two_runtimes_on_different_ports_do_not_collide(
     runtime: LocalRuntime, records_file: Path, sqs_endpoint: str
 ) -> None:

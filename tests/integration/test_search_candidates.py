@@ -15,6 +15,7 @@ from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.embeddings.similarity import cosine
 from context_ledger.local.embeddings_server import StandInEmbeddingsServer, serve_embeddings
 from context_ledger.search import pgvector_backend
+from context_ledger.search.bm25 import K1, B, idf
 from context_ledger.search.candidates import Candidate, find_candidates
 from context_ledger.search.exact import exact_search
 from context_ledger.search.fulltext import SearchQuery
@@ -117,6 +118,19 @@ def search(
             backend=backend,
             limit=limit,
         )
+
+
+def bm25(
+    tf: dict[str, int],
+    length: int,
+    frequencies: dict[str, int],
+    *,
+    chunks: int,
+    mean_length: float,
+) -> float:
+    """BM25 of one chunk, from its term frequencies and distinct lexeme count."""
+    norm = K1 * (1 - B + B * length / mean_length)
+    return sum(idf(frequencies[t], chunks) * n * (K1 + 1) / (n + norm) for t, n in tf.items())
 
 
 def paths(candidates: list[Candidate]) -> set[str]:
@@ -273,13 +287,14 @@ def test_each_search_fills_in_the_other_score_of_its_single_hit(org, embedder) -
     query_vector = embedder.embed([query])[0]
     with connection() as conn:
         stored = {
-            row["path"]: row
-            for row in conn.execute(
-                "SELECT id, path, embedding,"
-                " ts_rank(tsv, to_tsquery('english', 'refund | receipt'), 1) AS rank FROM chunks"
-            )
+            row["path"]: row for row in conn.execute("SELECT id, path, embedding FROM chunks")
         }
     text, vector = stored["text.md"], stored["vector.md"]
+    # BM25 by hand: text.md holds refund and receipt twice each (2 lexemes), vector.md receipt
+    # once among top, part, page (4 lexemes); 2 chunks, mean length 3.
+    frequencies = {"refund": 1, "receipt": 2}
+    text_rank = bm25({"refund": 2, "receipt": 2}, 2, frequencies, chunks=2, mean_length=3)
+    vector_rank = bm25({"receipt": 1}, 4, frequencies, chunks=2, mean_length=3)
 
     # WHEN each search keeps one hit
     found = {c.chunk_id: c for c in search(org, [source], query, embedder=embedder, limit=1)}
@@ -298,7 +313,7 @@ def test_each_search_fills_in_the_other_score_of_its_single_hit(org, embedder) -
         chunk_id=vector["id"],
         source_id=source,
         index_version=1,
-        text_score=pytest.approx(vector["rank"] / text["rank"]),
+        text_score=pytest.approx(vector_rank / text_rank),
         vector_score=pytest.approx(cosine(vector["embedding"], query_vector)),
         found_by_text=False,
         found_by_vector=True,

@@ -152,3 +152,30 @@ def test_the_client_takes_model_and_dimensions_from_settings() -> None:
 
     assert client is not None
     assert (client.model, client.dimensions) == ("text-embedding-3-small", 256)
+
+
+def test_the_process_client_follows_the_settings_and_is_reused_while_they_hold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from context_ledger.embeddings.client import get_embeddings_client
+    from context_ledger.settings import get_settings
+
+    def configure(url: str | None) -> EmbeddingsClient | None:
+        if url is None:
+            monkeypatch.delenv("KEYSTONE_CONTEXT_EMBEDDINGS_URL", raising=False)
+            monkeypatch.delenv("KEYSTONE_CONTEXT_EMBEDDINGS_MODEL", raising=False)
+        else:
+            monkeypatch.setenv("KEYSTONE_CONTEXT_EMBEDDINGS_URL", url)
+            monkeypatch.setenv("KEYSTONE_CONTEXT_EMBEDDINGS_MODEL", "m")
+        get_settings.cache_clear()
+        return get_embeddings_client()
+
+    try:
+        assert configure(None) is None
+        first = configure("http://127.0.0.1:8089/v1")
+        assert first is not None
+        assert get_embeddings_client() is first
+        assert configure("http://127.0.0.1:8090/v1") is not first
+    finally:
+        monkeypatch.undo()
+        get_settings.cache_clear()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import uuid
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -75,4 +76,30 @@ def test_a_record_cannot_override_an_envelope_field() -> None:
             record_id=RECORD_ID,
             org_id=ORG_ID,
             record={"orgId": str(uuid.uuid4())},
+        )
+
+
+def test_the_append_time_joins_the_envelope_in_utc_microseconds() -> None:
+    appended_at = datetime(2026, 1, 31, 10, 30, 0, 123456, tzinfo=timezone(timedelta(hours=1)))
+
+    data = encode_entry(
+        chain="main",
+        category="c",
+        record_id=RECORD_ID,
+        org_id=None,
+        record={},
+        appended_at=appended_at,
+    )
+
+    assert decode_record(data)["appendedAt"] == "2026-01-31T09:30:00.123456Z"
+
+
+def test_a_record_can_never_carry_its_own_append_time() -> None:
+    with pytest.raises(ChainError, match="'appendedAt' is reserved"):
+        encode_entry(
+            chain="main",
+            category="c",
+            record_id=RECORD_ID,
+            org_id=None,
+            record={"appendedAt": "2026-01-31T09:30:00.000000Z"},
         )

@@ -65,6 +65,11 @@ def test_text_scores_are_divided_by_the_top_rank() -> None:
     assert normalised(0.1, None) == 0.0
 
 
+def test_a_rank_above_the_top_text_hits_is_capped_at_1() -> None:
+    # A vector-only hit holding many common query terms but none of the matched rare ones.
+    assert normalised(7.5, 5.0) == 1.0
+
+
 def test_each_candidate_has_both_scores_whichever_search_found_it() -> None:
     text_top, both, vector_only = hit(0.4, 0.1), hit(0.1, 0.8), hit(None, 0.6)
 

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 import psycopg
 
 from context_ledger.attribution.lookup import (
+    Attribution,
     AttributionNotFoundError,
     find_attribution,
     may_act_on,
@@ -60,9 +61,27 @@ def link_response(
     attribution = find_attribution(conn, org_id=principal.org_id, attribution_id=attribution_id)
     if attribution is None or not may_act_on(conn, principal, attribution):
         raise AttributionNotFoundError()
+    return append_link(
+        conn, attribution, response_id=response_id, linked_by=principal.user_id, keys=keys
+    )
+
+
+def append_link(
+    conn: psycopg.Connection,
+    attribution: Attribution,
+    *,
+    response_id: str,
+    linked_by: str,
+    keys: KeyRing,
+) -> bool:
+    """Append the link entry and row for an attribution the caller was allowed to link.
+
+    Runs in the caller's transaction; False when ``response_id`` was already linked. Callers
+    decide who may link (this endpoint: ``may_act_on``; the model gateway: its own rule).
+    """
     params = {
-        "org_id": principal.org_id,
-        "attribution_id": attribution_id,
+        "org_id": attribution.org_id,
+        "attribution_id": attribution.attribution_id,
         "response_id": response_id,
     }
     conn.execute(_LOCK_ATTRIBUTION, params)
@@ -72,13 +91,13 @@ def link_response(
         conn,
         chain=attribution.chain,
         category=CATEGORY,
-        record_id=link_record_id(attribution_id, response_id),
+        record_id=link_record_id(attribution.attribution_id, response_id),
         org_id=attribution.org_id,
         record={
-            "attributionId": str(attribution_id),
+            "attributionId": str(attribution.attribution_id),
             "requestId": attribution.request_id,
             "responseId": response_id,
-            "linkedBy": principal.user_id,
+            "linkedBy": linked_by,
             "linkedAt": format_timestamp(datetime.now(UTC)),
         },
         keys=keys,

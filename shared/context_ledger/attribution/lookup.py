@@ -155,14 +155,20 @@ def get_attribution(
     return _with_links(conn, [found])[0]
 
 
+def find_request_attributions(
+    conn: psycopg.Connection, *, org_id: uuid.UUID, request_id: str
+) -> list[Attribution]:
+    """The organisation's records of one retrieval request, without links or visibility check."""
+    rows = conn.execute(_BY_REQUEST, {"org_id": org_id, "request_id": request_id}).fetchall()
+    return [_attribution(row) for row in rows]
+
+
 def request_attributions(
     conn: psycopg.Connection, principal: Principal, request_id: str
 ) -> list[Attribution]:
     """The records of one retrieval request the caller may read; none visible is a 404."""
-    rows = conn.execute(
-        _BY_REQUEST, {"org_id": principal.org_id, "request_id": request_id}
-    ).fetchall()
-    visible = [a for a in map(_attribution, rows) if may_read(conn, principal, a)]
+    found = find_request_attributions(conn, org_id=principal.org_id, request_id=request_id)
+    visible = [a for a in found if may_read(conn, principal, a)]
     if not visible:
         raise AttributionNotFoundError()
     return _with_links(conn, visible)

@@ -29,6 +29,7 @@ from context_ledger.attribution.events import AttributionEvent
 from context_ledger.attribution.records import insert_attribution
 from context_ledger.db import connection
 from context_ledger.evidence.chain import AppendResult, append
+from context_ledger.evidence.checkpoint_store import checkpoint_if_due
 from context_ledger.evidence.keys import KeyRing, get_key_ring
 
 logger = Logger(child=True)
@@ -98,8 +99,11 @@ def record_handler(record: SQSRecord) -> AppendResult:
             problems=str(exc),
         )
         raise
+    keys = get_key_ring()
     with connection() as conn:
-        result = write_attribution(conn, event=event, keys=get_key_ring())
+        result = write_attribution(conn, event=event, keys=keys)
+    # After the commit: a checkpoint outside the database every N appends (evidence.anchor).
+    checkpoint_if_due(chain=event.chain, seq=result.seq, mac=result.mac, keys=keys)
     logger.info(
         "attribution recorded",
         messageId=record.message_id,

@@ -1,60 +1,136 @@
-"""The gate in front of the embeddings endpoint: the only way source content reaches it.
+"""The gate in front of the embeddings endpoint: the only way any text reaches it.
 
-Every caller that wants source text or a query embedded goes through :func:`embed_source_texts`
-or :func:`embed_query_text`; nothing else in the code base calls ``EmbeddingsClient.embed``.
+Every caller that wants source text or a query embedded opens a gate for its organisation
+(:func:`open_gate`) and calls :meth:`EmbeddingGate.embed_source_texts` or
+:meth:`EmbeddingGate.embed_query_text`; nothing else in the code base calls
+``EmbeddingsClient.embed`` (``tests/unit/test_dlp_gate_only_path.py`` checks the source tree).
 
-What the gate enforces today (spec, "Embeddings"):
+The rules (spec, "Embeddings"; README, "DLP"), in the order they are applied:
 
-- sources classified ``confidential``, ``restricted`` or ``regulated`` (DLP action ``drop`` or
-  ``block_source``) are never sent to any embeddings endpoint, internal or external: they are
-  searchable through full-text only. That also covers the rule that confidential and restricted
-  sources never reach an external endpoint;
-- without a configured endpoint nothing is sent.
-
-A later DLP issue adds the organisation's classification policies and redaction (only redacted
-text is embedded; a scan failure stops the run and sends nothing). It will extend these
-keyword-only signatures (the organisation's policy, the endpoint's locality, a scanner) rather
-than change them, so callers already pass everything by name.
+1. no endpoint configured: nothing is sent (full-text only);
+2. a source whose action is ``drop`` or ``block_source`` is never sent to any endpoint;
+3. a confidential, restricted or regulated source is never sent to an **external** endpoint,
+   whatever its action (the spec names confidential and restricted; regulated is held to the
+   same rule because a policy may map it to ``redact``);
+4. everything else, and the query text, is redacted with the organisation's rules first and only
+   the redacted text is embedded;
+5. a scan failure (a detector error or a timeout) raises :class:`DlpScanFailedError` before a
+   single text of the call is sent: all texts are redacted first, then sent.
 """
 
 from __future__ import annotations
 
+import functools
+import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 
+import psycopg
+
+from context_ledger.dlp.policy import NEVER_EMBEDDED, DlpPolicy, load_policy
+from context_ledger.dlp.redaction import CustomPattern, Redactor, ScanError
 from context_ledger.embeddings.client import EmbeddingsClient
+from context_ledger.embeddings.locality import locality
+from context_ledger.errors import ServiceUnavailableError
+from context_ledger.log import logger
+from context_ledger.settings import Settings
 from context_ledger.sources.model import Classification
 
-#: Classifications whose content is never sent to an embeddings endpoint.
-NEVER_EMBEDDED = frozenset(
+#: Classifications never sent to an endpoint outside the deployment, whatever their action.
+NEVER_EXTERNAL = frozenset(
     {Classification.CONFIDENTIAL, Classification.RESTRICTED, Classification.REGULATED}
 )
 
 
-def may_embed(classification: Classification) -> bool:
-    """Whether content of this classification may be sent to an embeddings endpoint at all."""
-    return Classification(classification) not in NEVER_EMBEDDED
+class DlpScanFailedError(ServiceUnavailableError):
+    """Redaction failed (a detector error or a timeout); nothing was sent or delivered."""
+
+    code = "context.dlp.scan_failed"
+
+    def __init__(self) -> None:
+        super().__init__("the DLP scan failed; nothing was sent or delivered")
 
 
-def embed_source_texts(
+class Refusal(StrEnum):
+    """Why a source's text is not sent (it stays searchable through full-text)."""
+
+    NO_ENDPOINT = "no_endpoint"
+    POLICY = "policy"
+    EXTERNAL_ENDPOINT = "external_endpoint"
+
+
+@functools.lru_cache(maxsize=64)
+def redactor_for(patterns: tuple[CustomPattern, ...]) -> Redactor:
+    """One compiled redactor per distinct set of custom patterns (organisations share them)."""
+    return Redactor(patterns)
+
+
+@dataclass(frozen=True)
+class EmbeddingGate:
+    """The embeddings endpoint as one organisation's policy lets its texts reach it."""
+
+    client: EmbeddingsClient | None
+    policy: DlpPolicy
+    external: bool
+
+    @property
+    def model(self) -> str | None:
+        return self.client.model if self.client else None
+
+    def refusal(self, classification: Classification | str) -> Refusal | None:
+        """Why texts of this classification may not be sent, or None when they may."""
+        classification = Classification(classification)
+        if self.client is None:
+            return Refusal.NO_ENDPOINT
+        if self.policy.action(classification) in NEVER_EMBEDDED:
+            return Refusal.POLICY
+        if self.external and classification in NEVER_EXTERNAL:
+            return Refusal.EXTERNAL_ENDPOINT
+        return None
+
+    def embed_source_texts(
+        self, *, classification: Classification | str, texts: Sequence[str]
+    ) -> list[list[float]] | None:
+        """Vectors of the redacted texts, or None when nothing of this source may be sent.
+
+        None means "full-text only". Endpoint failures propagate as
+        ``EmbeddingsUnavailableError``; a scan failure as :class:`DlpScanFailedError`.
+        """
+        if self.refusal(classification) is not None or self.client is None:
+            return None
+        if not texts:
+            return []
+        return self.client.embed(self._redacted(texts))
+
+    def embed_query_text(self, text: str) -> list[float] | None:
+        """The redacted query's vector; None without an endpoint or for a blank query."""
+        if self.client is None or not text.strip():
+            return None
+        return self.client.embed(self._redacted([text]))[0]
+
+    def _redacted(self, texts: Sequence[str]) -> list[str]:
+        redactor = redactor_for(self.policy.patterns)
+        try:
+            return [redactor.redact(text).text for text in texts]
+        except ScanError as exc:
+            # The error's message never holds the text; the log names the failure only.
+            logger.error("DLP scan failed; nothing sent", extra={"problem": str(exc)})
+            raise DlpScanFailedError() from None
+
+
+def open_gate(
+    conn: psycopg.Connection,
     *,
-    classification: Classification,
-    texts: Sequence[str],
+    org_id: uuid.UUID,
     client: EmbeddingsClient | None,
-) -> list[list[float]] | None:
-    """Vectors for a source's texts, or None when nothing may be (or can be) sent.
-
-    None means "full-text only": no client is configured, or the classification forbids
-    embedding. Errors from the endpoint propagate as ``EmbeddingsUnavailableError``.
-    """
-    if client is None or not may_embed(classification):
-        return None
-    if not texts:
-        return []
-    return client.embed(texts)
-
-
-def embed_query_text(*, text: str, client: EmbeddingsClient | None) -> list[float] | None:
-    """The query's vector, or None without a client or for a blank query (full-text only)."""
-    if client is None or not text.strip():
-        return None
-    return client.embed([text])[0]
+    settings: Settings,
+    policy: DlpPolicy | None = None,
+) -> EmbeddingGate:
+    """The gate for one organisation: its policy (loaded unless the caller already holds it) and
+    where the configured endpoint sits."""
+    return EmbeddingGate(
+        client=client,
+        policy=policy if policy is not None else load_policy(conn, org_id=org_id),
+        external=locality(settings) == "external",
+    )

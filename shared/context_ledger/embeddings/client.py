@@ -29,12 +29,13 @@ from typing import Any
 
 import httpx
 
+from context_ledger.aws_secrets import SecretKey
 from context_ledger.errors import ServiceUnavailableError
 from context_ledger.log import logger
 from context_ledger.settings import Settings, get_settings
 
-DEFAULT_BATCH_SIZE = 64
-DEFAULT_TIMEOUT_SECONDS = 10.0
+DEFAULT_BATCH_SIZE = 32  # as KEYSTONE_CONTEXT_EMBEDDINGS_BATCH_SIZE
+DEFAULT_TIMEOUT_SECONDS = 30.0  # as KEYSTONE_CONTEXT_EMBEDDINGS_TIMEOUT_SECONDS
 DEFAULT_MAX_ATTEMPTS = 3
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_CAP_SECONDS = 4.0
@@ -127,7 +128,7 @@ class EmbeddingsClient:
         model: str,
         *,
         dimensions: int | None = None,
-        api_key: str | None = None,
+        api_key: str | Callable[[], str | None] | None = None,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
@@ -143,8 +144,8 @@ class EmbeddingsClient:
         self._endpoint = endpoint_url(url)
         self._sleep = sleep
         headers = {"Accept": "application/json", "User-Agent": "context-ledger"}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
+        # A callable key is asked before every request, so a rotated secret is picked up.
+        self._api_key = api_key if callable(api_key) else lambda: api_key
         # Redirects are not followed: a redirect could carry source text to another host.
         self._http = httpx.Client(
             headers=headers, timeout=timeout, transport=transport, follow_redirects=False
@@ -169,11 +170,21 @@ class EmbeddingsClient:
         body = self._post(payload)
         return parse_embeddings(body, count=len(texts), dimensions=self.dimensions)
 
+    def _auth_headers(self) -> dict[str, str]:
+        try:
+            key = self._api_key()
+        except Exception as exc:  # boto3 raises several unrelated exception families
+            raise EmbeddingsUnavailableError(
+                f"embeddings API key could not be read ({type(exc).__name__})"
+            ) from None
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
     def _post(self, payload: dict[str, Any]) -> Any:
         problem = ""
+        headers = self._auth_headers()
         for attempt in range(1, self.max_attempts + 1):
             try:
-                response = self._http.post(self._endpoint, json=payload)
+                response = self._http.post(self._endpoint, json=payload, headers=headers)
             except httpx.RequestError as exc:
                 problem = f"unreachable ({type(exc).__name__})"
                 delay = backoff_seconds(attempt)
@@ -218,15 +229,40 @@ def client_from_settings(settings: Settings) -> EmbeddingsClient | None:
     """The configured client, or None when no embeddings endpoint is configured."""
     if not settings.embeddings_url or not settings.embeddings_model:  # settings ensure both or none
         return None
-    return EmbeddingsClient(
+    return _client(
         settings.embeddings_url,
         settings.embeddings_model,
-        dimensions=settings.embeddings_dimensions,
-        api_key=settings.embeddings_api_key,
+        settings.embeddings_dimensions,
+        settings.embeddings_api_key,
+        settings.embeddings_api_key_secret_arn,
+        settings.embeddings_batch_size,
+        settings.embeddings_timeout_seconds,
     )
 
 
-@functools.cache
+@functools.lru_cache(maxsize=4)
+def _client(
+    url: str,
+    model: str,
+    dimensions: int | None,
+    api_key: str | None,
+    api_key_arn: str | None,
+    batch_size: int,
+    timeout: float,
+) -> EmbeddingsClient:
+    """One client per configuration, reused (a warm Lambda keeps its connections); keyed on the
+    configuration so that a process whose settings change (tests, the local runtime) never gets
+    a client of the old one."""
+    return EmbeddingsClient(
+        url,
+        model,
+        dimensions=dimensions,
+        api_key=SecretKey(api_key, api_key_arn),
+        batch_size=batch_size,
+        timeout=timeout,
+    )
+
+
 def get_embeddings_client() -> EmbeddingsClient | None:
-    """The process-wide client (a warm Lambda reuses its connections), or None."""
+    """The process-wide client for the current settings, or None."""
     return client_from_settings(get_settings())

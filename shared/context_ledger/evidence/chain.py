@@ -6,9 +6,11 @@ the stored record. Changing, removing or reordering an entry breaks every MAC fr
 a holder of the key can compute new ones.
 
 The stored record is the caller's record plus the envelope fields ``chain``, ``category``,
-``recordId`` and ``orgId``. The MAC covers the record bytes only, so without the envelope the
-columns readers select by (an attribution's organisation, say) could be edited undetected;
-verification checks that the columns still equal the envelope.
+``recordId``, ``orgId`` and ``appendedAt``. The MAC covers the record bytes only, so without the
+envelope the columns readers select by (an attribution's organisation, the time range of the
+compliance listing) could be edited undetected; verification checks that the columns still equal
+the envelope. Entries written before ``appendedAt`` joined the envelope have no such field, and
+their ``created_at`` is not checked.
 
 Appends to one chain are serialised by the ``evidence_chain_heads`` row, locked for the rest of
 the caller's transaction: concurrent writers queue, the chain never forks, and whatever else the
@@ -17,18 +19,19 @@ transaction writes (the attribution lookup row) commits or rolls back with the e
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 
-from context_ledger.evidence.canonical import canonical_bytes
+from context_ledger.evidence.canonical import canonical_bytes, format_timestamp
 from context_ledger.evidence.keys import KeyRing
 
 GENESIS_MAC = bytes(32)
@@ -82,19 +85,33 @@ def org_chain(org_id: uuid.UUID) -> str:
 
 
 def entry_mac(key: bytes, *, prev_mac: bytes, seq: int, record: bytes) -> bytes:
-    return hmac.new(key, prev_mac + seq.to_bytes(8, "big") + record, hashlib.sha256).digest()
+    return hmac.digest(key, prev_mac + seq.to_bytes(8, "big") + record, "sha256")
 
 
 def encode_entry(
-    *, chain: str, category: str, record_id: uuid.UUID, org_id: uuid.UUID | None, record: dict
+    *,
+    chain: str,
+    category: str,
+    record_id: uuid.UUID,
+    org_id: uuid.UUID | None,
+    record: dict,
+    appended_at: datetime | None = None,
 ) -> bytes:
-    """The bytes stored and MACed for ``record``: canonical JSON with the envelope fields."""
+    """The bytes stored and MACed for ``record``: canonical JSON with the envelope fields.
+
+    ``appended_at`` (the entry's ``created_at``) is left out only to check that a record is
+    encodable before it is appended.
+    """
     envelope = {
         "chain": chain,
         "category": category,
         "recordId": str(record_id),
         "orgId": None if org_id is None else str(org_id),
     }
+    if "appendedAt" in record:
+        raise ChainError("record field 'appendedAt' is reserved")
+    if appended_at is not None:
+        envelope["appendedAt"] = format_timestamp(appended_at)
     for name, value in envelope.items():
         if name in record and record[name] != value:
             raise ChainError(f"record field {name!r} is reserved and differs from the entry's")
@@ -103,7 +120,7 @@ def encode_entry(
 
 def decode_record(data: bytes) -> dict[str, Any]:
     """The stored record (with its envelope fields) as a dict."""
-    return json.loads(data)
+    return json.loads(data.decode())  # canonical records are UTF-8: skip json's sniffing
 
 
 # Creates a new chain's head and locks an existing one in one statement: DO UPDATE takes the row
@@ -120,9 +137,9 @@ RETURNING seq, mac
 _INSERT_ENTRY = """
 WITH entry AS (
     INSERT INTO evidence_chain (chain, seq, record_id, category, org_id, record, key_id,
-                                prev_mac, mac)
+                                prev_mac, mac, created_at)
     VALUES (%(chain)s, %(seq)s, %(record_id)s, %(category)s, %(org_id)s, %(record)s, %(key_id)s,
-            %(prev_mac)s, %(mac)s)
+            %(prev_mac)s, %(mac)s, %(created_at)s)
     ON CONFLICT (record_id) DO NOTHING
     RETURNING chain, seq, mac
 )
@@ -158,8 +175,15 @@ def append(
         raise ChainError("a chain name is 1 to 200 characters of letters, digits, '_.:-'")
     if not category:
         raise ChainError("an entry needs a category")
+    # Microseconds, like timestamptz: the column round-trips to the envelope's string exactly.
+    appended_at = datetime.now(UTC)
     data = encode_entry(
-        chain=chain, category=category, record_id=record_id, org_id=org_id, record=record
+        chain=chain,
+        category=category,
+        record_id=record_id,
+        org_id=org_id,
+        record=record,
+        appended_at=appended_at,
     )
     head = conn.execute(_LOCK_HEAD, {"chain": chain, "genesis": GENESIS_MAC}).fetchone()
     seq = head["seq"] + 1
@@ -176,14 +200,22 @@ def append(
             "key_id": keys.current_key_id,
             "prev_mac": head["mac"],
             "mac": mac,
+            "created_at": appended_at,
         },
     ).fetchone()
     if inserted is not None:
         return AppendResult(seq=seq, mac=mac, created=True)
     existing = conn.execute(_FIND_RECORD, {"record_id": record_id}).fetchone()
-    if bytes(existing["record"]) != data:
+    if _content(bytes(existing["record"])) != _content(data):
         raise RecordConflictError(f"record {record_id} is already in the chain with other content")
     return AppendResult(seq=existing["seq"], mac=bytes(existing["mac"]), created=False)
+
+
+def _content(data: bytes) -> dict[str, Any]:
+    """A stored record without its append time: what a redelivery must repeat exactly."""
+    record = decode_record(data)
+    record.pop("appendedAt", None)
+    return record
 
 
 # One statement, one snapshot: the head and the existence of entries are read consistently, so a
@@ -196,11 +228,10 @@ LEFT JOIN evidence_chain_heads AS head ON head.chain = %(chain)s
 """
 _ENTRY_MAC = "SELECT mac FROM evidence_chain WHERE chain = %(chain)s AND seq = %(seq)s"
 _ENTRIES = """
-SELECT seq, record_id, category, org_id, record, key_id, prev_mac, mac
+SELECT seq, record_id, category, org_id, record, key_id, prev_mac, mac, created_at
 FROM evidence_chain
 WHERE chain = %(chain)s AND seq > %(after)s AND seq <= %(until)s
 ORDER BY seq
-LIMIT %(limit)s
 """
 
 
@@ -213,13 +244,16 @@ def verify(
     batch: int = 1000,
     reload_keys: Callable[[], KeyRing] | None = None,
 ) -> VerifyResult:
-    """Recompute every MAC of ``chain`` from ``from_seq`` to the head, in batches of ``batch``.
+    """Recompute every MAC of ``chain`` from ``from_seq`` to the head, fetching ``batch`` at a time.
 
-    Checks seq contiguity, the ``prev_mac`` link, the key id, the MAC, the envelope against the
-    columns, and that the last entry is the head (so a removed tail is noticed). Entries before
-    ``from_seq`` are trusted as stored: start from 1 for a full check. The head is read first, so
-    entries appended meanwhile wait for the next run. ``reload_keys`` is called once, when a key
-    id is unknown (a rotation newer than the cached ring).
+    Checks seq contiguity (no gap, no duplicate), the ``prev_mac`` link, the key id, the MAC, the
+    envelope against the columns, and that the last entry is the head (so a removed tail is
+    noticed). Entries before ``from_seq`` are trusted as stored: start from 1 for a full check.
+    The head is read first, so entries appended meanwhile wait for the next run. ``reload_keys``
+    is called once, when a key id is unknown (a rotation newer than the cached ring).
+
+    The entries are read through one server-side cursor rather than pages keyed on seq: a page
+    boundary would hide a second row with the seq that ended the previous page.
     """
     if from_seq < 1 or batch < 1:
         raise ValueError("from_seq and batch must be positive")
@@ -233,31 +267,40 @@ def verify(
     if prev_seq > 0:
         row = conn.execute(_ENTRY_MAC, {"chain": chain, "seq": prev_seq}).fetchone()
         if row is None:
-            return VerifyResult(chain, False, 0, prev_seq, "entry is missing")
+            return VerifyResult(chain, False, 0, prev_seq, MISSING)
         prev_mac = bytes(row["mac"])
     checked = 0
-    while prev_seq < head_seq:
-        params = {"chain": chain, "after": prev_seq, "until": head_seq, "limit": batch}
-        rows = conn.execute(_ENTRIES, params).fetchall()
-        if not rows:
-            break
-        for row in rows:
+    # WITH HOLD only where there is no transaction to hold the cursor (autocommit).
+    with conn.cursor(name="evidence_verify", row_factory=dict_row, withhold=conn.autocommit) as cur:
+        cur.itersize = batch
+        cur.execute(_ENTRIES, {"chain": chain, "after": prev_seq, "until": head_seq})
+        for row in cur:
+            if row["seq"] == prev_seq:
+                return VerifyResult(chain, False, checked - 1, prev_seq, DUPLICATE)
             problem = _check_entry(chain, row, seq=prev_seq + 1, prev_mac=prev_mac, keys=keys)
-            if problem == _UNKNOWN_KEY and reload_keys is not None:
+            if problem == UNKNOWN_KEY and reload_keys is not None:
                 keys, reload_keys = reload_keys(), None
                 problem = _check_entry(chain, row, seq=prev_seq + 1, prev_mac=prev_mac, keys=keys)
             if problem is not None:
                 return VerifyResult(chain, False, checked, prev_seq + 1, problem)
             prev_seq, prev_mac = row["seq"], bytes(row["mac"])
             checked += 1
-    if prev_seq != head_seq or prev_mac != head_mac:
+    if prev_seq < head_seq:  # the entries up to the head ran out early
+        return VerifyResult(chain, False, checked, prev_seq + 1, MISSING)
+    if prev_mac != head_mac:
         reason = f"the last entry does not match the chain head (seq {head_seq})"
-        return VerifyResult(chain, False, checked, min(prev_seq + 1, head_seq), reason)
+        return VerifyResult(chain, False, checked, head_seq, reason)
     verified_head = Checkpoint(chain, head_seq, head_mac) if head_seq else None
     return VerifyResult(chain, True, checked, verified_head=verified_head)
 
 
-_UNKNOWN_KEY = "the entry's key id is unknown"
+# Why an entry fails verification (VerifyResult.reason).
+MISSING = "entry is missing"
+DUPLICATE = "duplicate sequence"
+UNLINKED = "prev_mac does not link to the previous entry"
+UNKNOWN_KEY = "the entry's key id is unknown"
+MAC_MISMATCH = "mac mismatch"
+COLUMNS_DIFFER = "the entry's columns differ from its record"
 
 
 def _check_entry(
@@ -265,15 +308,15 @@ def _check_entry(
 ) -> str | None:
     """Why entry ``seq`` fails verification, or None when it is good."""
     if row["seq"] != seq:
-        return "entry is missing"
+        return MISSING
     if bytes(row["prev_mac"]) != prev_mac:
-        return "prev_mac does not link to the previous entry"
+        return UNLINKED
     key = keys.get(row["key_id"])
     if key is None:
-        return _UNKNOWN_KEY
+        return UNKNOWN_KEY
     data = bytes(row["record"])
     if not hmac.compare_digest(entry_mac(key, prev_mac=prev_mac, seq=seq, record=data), row["mac"]):
-        return "mac mismatch"
+        return MAC_MISMATCH
     envelope = decode_record(data)
     columns = {
         "chain": chain,
@@ -281,8 +324,10 @@ def _check_entry(
         "recordId": str(row["record_id"]),
         "orgId": None if row["org_id"] is None else str(row["org_id"]),
     }
+    if "appendedAt" in envelope:  # entries older than this envelope field lack it
+        columns["appendedAt"] = format_timestamp(row["created_at"])
     if any(envelope.get(name) != value for name, value in columns.items()):
-        return "the entry's columns differ from its record"
+        return COLUMNS_DIFFER
     return None
 
 

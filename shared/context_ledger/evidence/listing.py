@@ -19,7 +19,7 @@ from context_ledger.evidence.chain import decode_record
 
 #: Fields the chain adds to every stored record (see evidence.chain); a reader is shown the record
 #: as its writer gave it, with the envelope values in their own response fields.
-ENVELOPE_FIELDS = frozenset({"chain", "category", "recordId", "orgId"})
+ENVELOPE_FIELDS = frozenset({"chain", "category", "recordId", "orgId", "appendedAt"})
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500

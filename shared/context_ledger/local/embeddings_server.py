@@ -1,21 +1,21 @@
-"""A stand-in OpenAI embeddings server on loopback, backed by the hashing provider.
+"""An OpenAI embeddings server on loopback: the stand-in for tests, and a local model server.
 
 It speaks the real wire protocol (``POST /v1/embeddings``, OpenAI's request, answer and error
-bodies), so the production client is what talks to it in tests and in local runs. Tests read its
+bodies, all from ``embeddings/wire.py``, the code the embeddings function serves with), so the
+production client is what talks to it in tests and in local runs. By default it serves the hashing
+provider; ``--provider minilm`` serves all-MiniLM-L6-v2 from the installed weights. Tests read its
 :attr:`~StandInEmbeddingsServer.requests` log to prove what was or was not sent, and make it fail
 (:meth:`~StandInEmbeddingsServer.fail_next`) or slow (:attr:`~StandInEmbeddingsServer.delay`) to
 exercise retries and timeouts.
 
-Run it alone with ``python -m context_ledger.local.embeddings_server --port 8089``, then set
+Run it alone with ``context-ledger embeddings-server [--provider minilm] --port 8089``, then set
 ``KEYSTONE_CONTEXT_EMBEDDINGS_URL=http://127.0.0.1:8089/v1`` and any model name.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import json
-import struct
 import sys
 import threading
 import time
@@ -23,13 +23,29 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
-from context_ledger.embeddings.hashing import DEFAULT_DIMENSIONS, HashingEmbeddingProvider
+from context_ledger.embeddings.hashing import DEFAULT_DIMENSIONS
+from context_ledger.embeddings.serving import HashingService, MiniLMService
+from context_ledger.embeddings.wire import (
+    EmbeddingsService,
+    InputError,
+    answer,
+    error_body,
+    respond,
+)
+
+__all__ = [
+    "InputError",
+    "StandInEmbeddingsServer",
+    "embeddings_response",
+    "error_body",
+    "serve_embeddings",
+]
 
 DEFAULT_PORT = 8089
 ENDPOINT = "/v1/embeddings"
-MAX_INPUTS = 2048  # OpenAI's limit per request
 
 
 @dataclass(frozen=True)
@@ -42,65 +58,9 @@ class ReceivedRequest:
     body: Any
 
 
-class InputError(ValueError):
-    """The request body breaks OpenAI's rules; answered 400 with ``param`` named."""
-
-    def __init__(self, message: str, param: str | None = None) -> None:
-        super().__init__(message)
-        self.param = param
-
-
-def error_body(
-    message: str, *, kind: str, param: str | None = None, code: str | None = None
-) -> dict[str, Any]:
-    """OpenAI's error body."""
-    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
-
-
 def embeddings_response(body: Any, *, default_dimensions: int) -> dict[str, Any]:
-    """OpenAI's answer to an embeddings request body, or InputError."""
-    if not isinstance(body, dict):
-        raise InputError("The request body must be a JSON object.")
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise InputError("you must provide a model parameter", "model")
-    texts = body.get("input")
-    if isinstance(texts, str):
-        texts = [texts]
-    if (
-        not isinstance(texts, list)
-        or not 1 <= len(texts) <= MAX_INPUTS
-        or not all(isinstance(t, str) and t for t in texts)
-    ):
-        raise InputError(
-            f"'input' must be a non-empty string or an array of 1 to {MAX_INPUTS} non-empty"
-            " strings.",
-            "input",
-        )
-    dimensions = body.get("dimensions", default_dimensions)
-    if type(dimensions) is not int or dimensions < 1:
-        raise InputError("'dimensions' must be a positive integer.", "dimensions")
-    encoding = body.get("encoding_format", "float")
-    if encoding not in ("float", "base64"):
-        raise InputError("'encoding_format' must be 'float' or 'base64'.", "encoding_format")
-
-    vectors = HashingEmbeddingProvider(dimensions).embed(texts)
-    tokens = sum(len(t.split()) for t in texts)
-    return {
-        "object": "list",
-        "data": [
-            {"object": "embedding", "index": i, "embedding": _encode(vector, encoding)}
-            for i, vector in enumerate(vectors)
-        ],
-        "model": model,
-        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-    }
-
-
-def _encode(vector: list[float], encoding: str) -> list[float] | str:
-    if encoding == "float":
-        return vector
-    return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+    """The hashing provider's answer to a decoded request body, or InputError."""
+    return respond(body, HashingService(default_dimensions))
 
 
 class StandInEmbeddingsServer(ThreadingHTTPServer):
@@ -108,9 +68,9 @@ class StandInEmbeddingsServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, port: int, *, dimensions: int, api_key: str | None) -> None:
+    def __init__(self, port: int, *, service: EmbeddingsService, api_key: str | None) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
-        self.dimensions = dimensions
+        self.service = service
         self.api_key = api_key
         #: Seconds to wait before answering each request (to provoke client timeouts).
         self.delay = 0.0
@@ -174,16 +134,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path != ENDPOINT:
             message = f"Invalid URL (POST {self.path})"
             self._send(404, error_body(message, kind="invalid_request_error"))
-        elif body is None:
-            message = "We could not parse the JSON body of your request."
-            self._send(400, error_body(message, kind="invalid_request_error"))
         else:
-            try:
-                answer = embeddings_response(body, default_dimensions=self.server.dimensions)
-            except InputError as exc:
-                self._send(400, error_body(str(exc), kind="invalid_request_error", param=exc.param))
-            else:
-                self._send(200, answer)
+            self._send(*answer(raw, self.server.service))
 
     def do_GET(self) -> None:
         self.server._record(ReceivedRequest("GET", self.path, dict(self.headers.items()), None))
@@ -210,10 +162,18 @@ class _Handler(BaseHTTPRequestHandler):
 
 @contextmanager
 def serve_embeddings(
-    port: int = 0, dims: int = DEFAULT_DIMENSIONS, *, api_key: str | None = None
+    port: int = 0,
+    dims: int = DEFAULT_DIMENSIONS,
+    *,
+    api_key: str | None = None,
+    service: EmbeddingsService | None = None,
 ) -> Iterator[StandInEmbeddingsServer]:
-    """Run the stand-in server on ``127.0.0.1:port`` (0 picks a free port) while in the block."""
-    server = StandInEmbeddingsServer(port, dimensions=dims, api_key=api_key)
+    """Serve on ``127.0.0.1:port`` (0 picks a free port) while in the block.
+
+    ``service`` defaults to the hashing provider with ``dims`` dimensions.
+    """
+    service = service if service is not None else HashingService(dims)
+    server = StandInEmbeddingsServer(port, service=service, api_key=api_key)
     # A short poll interval makes shutdown quick: tests start and stop servers often.
     thread = threading.Thread(
         target=server.serve_forever, args=(0.05,), name="embeddings-stand-in", daemon=True
@@ -230,14 +190,34 @@ def serve_embeddings(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="context-ledger embeddings-server",
-        description="Serve OpenAI-compatible embeddings (hashing provider) on 127.0.0.1.",
+        description="Serve OpenAI-compatible embeddings on 127.0.0.1.",
     )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
-    parser.add_argument("--dimensions", type=int, default=DEFAULT_DIMENSIONS)
+    parser.add_argument("--provider", choices=("hashing", "minilm"), default="hashing")
+    parser.add_argument(
+        "--dimensions", type=int, default=DEFAULT_DIMENSIONS, help="hashing: default dimensions"
+    )
+    parser.add_argument(
+        "--model-dir", type=Path, help="minilm: a folder with the model (default: the wheel's)"
+    )
     parser.add_argument("--api-key", help="require this bearer key (default: none)")
     args = parser.parse_args(argv)
-    with serve_embeddings(args.port, args.dimensions, api_key=args.api_key) as server:
-        print(f"embeddings stand-in: KEYSTONE_CONTEXT_EMBEDDINGS_URL={server.url}", flush=True)
+    service: EmbeddingsService
+    if args.provider == "minilm":
+        from context_ledger.embeddings.minilm import MiniLMEmbeddingProvider, ModelFilesError
+
+        try:
+            service = MiniLMService(MiniLMEmbeddingProvider(args.model_dir))
+        except (ModelFilesError, ImportError) as exc:
+            print(f"embeddings-server: cannot load all-MiniLM-L6-v2: {exc}", file=sys.stderr)
+            return 2
+    else:
+        service = HashingService(args.dimensions)
+    with serve_embeddings(args.port, api_key=args.api_key, service=service) as server:
+        print(
+            f"embeddings ({args.provider}): KEYSTONE_CONTEXT_EMBEDDINGS_URL={server.url}",
+            flush=True,
+        )
         with suppress(KeyboardInterrupt):
             threading.Event().wait()
     return 0

@@ -1,4 +1,5 @@
 """Everything local mode needs under CONTEXT_LEDGER_HOME: database, signing key, HMAC key.
+(Signed chain checkpoints go to ``checkpoints/`` there: see evidence.checkpoint_store.)
 
 ``context-ledger dev``, the other CLI commands and the test session all call
 :func:`prepare_local`, so they agree on one home directory and never collide with another home.

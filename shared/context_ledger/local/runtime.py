@@ -7,9 +7,11 @@ objects Lambda calls, in this process.
 
 All functions share one process, so their environment is merged into ``os.environ`` once at
 start: the template's variables (``Globals`` plus each function's; parameters take their defaults,
-queue references become the local queues, values only AWS knows are dropped), then the local
-defaults (region, dummy credentials, so nothing reaches a real AWS account), then the caller's
-``env``, then ``AWS_ENDPOINT_URL_SQS``. ``stop`` puts the previous values back.
+queue references become the local queues, values only AWS knows are dropped), then the shell's
+value of each variable the template sets straight from a parameter (what a deployment passes as a
+parameter, a developer passes in the shell: ``KEYSTONE_MODELS_PROVIDER_URL=... make dev``), then
+the local defaults (region, dummy credentials, so nothing reaches a real AWS account), then the
+caller's ``env``, then ``AWS_ENDPOINT_URL_SQS``. ``stop`` puts the previous values back.
 """
 
 from __future__ import annotations
@@ -250,8 +252,25 @@ class LocalRuntime:
                     continue
                 merged[name] = value
                 owners[name] = function.logical_id
+        shell = {
+            name: os.environ[name]
+            for name in self._parameter_variables()
+            if name in merged and os.environ.get(name)
+        }
         local = {"AWS_REGION": self.region, "AWS_DEFAULT_REGION": self.region, **_DUMMY_CREDENTIALS}
-        return {**merged, **local, **self._env, "AWS_ENDPOINT_URL_SQS": endpoint}
+        return {**merged, **shell, **local, **self._env, "AWS_ENDPOINT_URL_SQS": endpoint}
+
+    def _parameter_variables(self) -> set[str]:
+        """Variables the template sets straight from a parameter (``!Ref SomeParameter``): the
+        ones a deployment configures, so the ones a developer may set in the shell. Resource
+        references (queue URLs) are the runtime's own and never come from the shell."""
+        parameters = self.template.resolver.parameters
+        return {
+            name
+            for function in self.template.functions.values()
+            for name, raw in function.environment.items()
+            if isinstance(raw, dict) and raw.get("Ref") in parameters
+        }
 
     def _apply_environment(self, env: dict[str, str]) -> None:
         self._previous_env = {name: os.environ.get(name) for name in env}

@@ -20,8 +20,9 @@ from context_ledger.spaces import store as spaces_store
 from context_ledger.spaces.levels import Level
 
 # The chain from a space up to the organisation, each with whether a grant to the caller on it or
-# an ancestor gives search (admin implies search). The chain is a path, so "an ancestor" is any
-# chain row at the same or a greater depth.
+# an ancestor gives search (admin implies search) and whether one gives admin (which clears the
+# caller for the space's `drop` sources, dlp/delivery.py). The chain is a path, so "an ancestor"
+# is any chain row at the same or a greater depth.
 _CHAIN = """
 WITH RECURSIVE chain AS (
     SELECT id, parent_id, level, owner_user_id, 0 AS depth
@@ -34,7 +35,12 @@ SELECT c.id, c.level, c.owner_user_id,
        EXISTS (
            SELECT 1 FROM chain a JOIN grants g ON g.space_id = a.id
            WHERE a.depth >= c.depth AND g.subject = ANY(%(subjects)s)
-       ) AS granted
+       ) AS granted,
+       EXISTS (
+           SELECT 1 FROM chain a JOIN grants g ON g.space_id = a.id
+           WHERE a.depth >= c.depth AND g.subject = ANY(%(subjects)s)
+             AND g.permission = 'context:space:admin'
+       ) AS admin
 FROM chain c ORDER BY c.depth
 """
 
@@ -50,6 +56,8 @@ WHERE org_id = %(org_id)s AND space_id = ANY(%(space_ids)s) AND index_version > 
 class SearchSpace:
     id: uuid.UUID
     level: Level
+    #: the caller administers this space, so its `drop` sources are delivered (dlp/delivery.py)
+    cleared: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,12 @@ def _may_search(principal: Principal, row: dict) -> bool:
     if row["level"] == Level.PERSONAL:
         return principal.is_person and row["owner_user_id"] == principal.user_id
     return principal.is_context_admin or row["granted"]
+
+
+def _cleared(principal: Principal, row: dict) -> bool:
+    if row["level"] == Level.PERSONAL:
+        return _may_search(principal, row)  # the owner holds every permission on it
+    return principal.is_context_admin or row["admin"]
 
 
 def _chain(conn: psycopg.Connection, principal: Principal, space_id: uuid.UUID) -> list[dict]:
@@ -89,7 +103,7 @@ def search_spaces(
                 conn, org_id=principal.org_id, user_id=principal.user_id
             )
             if personal is not None:
-                rows.append({**personal, "granted": False})
+                rows.append({**personal, "granted": False, "admin": False})
         root = spaces_store.organisation_space(conn, org_id=principal.org_id)
         if root is not None:
             rows.extend(_chain(conn, principal, root["id"]))
@@ -98,7 +112,9 @@ def search_spaces(
         if not rows or not _may_search(principal, rows[0]):
             raise SpaceNotFoundError()
     return [
-        SearchSpace(id=r["id"], level=Level(r["level"])) for r in rows if _may_search(principal, r)
+        SearchSpace(id=r["id"], level=Level(r["level"]), cleared=_cleared(principal, r))
+        for r in rows
+        if _may_search(principal, r)
     ]
 
 

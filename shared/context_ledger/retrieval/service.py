@@ -1,24 +1,27 @@
-"""The retrieve use case: chain → search (cached) → rank → cap per level → budget → related code →
-attribution event → answer.
+"""The retrieve use case: chain → DLP source filter → search (cached) → rank → cap per level →
+DLP redaction → budget → related code → attribution event → answer.
 
-The search step (candidate ids and scores) is the only part cached; authorisation, the per-level
-cap, the budget and the attribution run on every request.
+The search step (candidate ids and scores) is the only part cached; authorisation, DLP, the
+per-level cap, the budget and the attribution run on every request.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
 
 from context_ledger.auth.principal import Principal
-from context_ledger.dlp.gate import embed_query_text
+from context_ledger.dlp.delivery import delivered_text, may_deliver
+from context_ledger.dlp.gate import EmbeddingGate, open_gate
+from context_ledger.dlp.policy import DlpPolicy, load_policy
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.evidence.canonical import format_timestamp
+from context_ledger.memory.chunks import attribution_fields as memory_attribution_fields
 from context_ledger.retrieval import store
 from context_ledger.retrieval.budget import fit_to_budget
 from context_ledger.retrieval.cache import CachedSearch, SearchCache
@@ -75,6 +78,7 @@ def _cache_key(
     spaces: list[SearchSpace],
     sources: list[SearchSource],
     request: RetrieveRequest,
+    gate: EmbeddingGate,
     deps: Dependencies,
 ) -> Hashable:
     return (
@@ -83,7 +87,8 @@ def _cache_key(
         frozenset(s.id for s in sources),
         request.query,
         deps.settings.search_backend,
-        deps.embedder.model if deps.embedder else None,
+        gate.model,
+        gate.policy.patterns,  # the query is embedded redacted with them
     )
 
 
@@ -93,9 +98,10 @@ def _search(
     spaces: list[SearchSpace],
     sources: list[SearchSource],
     request: RetrieveRequest,
+    gate: EmbeddingGate,
     deps: Dependencies,
 ) -> list[Candidate]:
-    key = _cache_key(principal, spaces, sources, request, deps)
+    key = _cache_key(principal, spaces, sources, request, gate, deps)
     cached = deps.cache.get(key)
     if cached is not None:
         current = store.source_versions(
@@ -104,7 +110,7 @@ def _search(
         if current == cached.source_versions:
             return list(cached.candidates)
         deps.cache.discard(key)  # a source was deleted or re-indexed since
-    query_vector = embed_query_text(text=request.query, client=deps.embedder)
+    query_vector = gate.embed_query_text(request.query)
     candidates = find_candidates(
         conn,
         org_id=principal.org_id,
@@ -157,6 +163,40 @@ def _ranked_chunks(
         for r in capped
         if r.candidate.chunk_id in rows  # gone since a cached search: skip
     ]
+
+
+def _deliverable_sources(
+    found: list[SearchSource], spaces: list[SearchSpace], policy: DlpPolicy
+) -> list[SearchSource]:
+    """The sources whose chunks this caller may receive (dlp/delivery.py)."""
+    cleared = {s.id for s in spaces if s.cleared}
+    return [
+        s
+        for s in found
+        if may_deliver(policy.action(s.classification), cleared=s.space_id in cleared)
+    ]
+
+
+def _as_delivered(chunk: DeliveredChunk, policy: DlpPolicy) -> DeliveredChunk:
+    """The chunk as the caller receives it: redacted unless its source's action is ``allow``;
+    its row carries the delivered content, hash and token count from here on."""
+    row = chunk.row
+    text = delivered_text(
+        policy,
+        policy.action(chunk.source.classification),
+        content=row["content"],
+        sha256=bytes(row["content_sha256"]),
+        tokens=row["token_count"],
+    )
+    if text.content == row["content"]:
+        return chunk
+    delivered = {
+        **row,
+        "content": text.content,
+        "content_sha256": text.sha256,
+        "token_count": text.tokens,
+    }
+    return replace(chunk, row=delivered)
 
 
 def _related_chunks(
@@ -214,6 +254,7 @@ def attribution_event(
         }
         if chunk.related_to is not None:
             entry["relatedTo"] = str(chunk.related_to)
+        entry.update(memory_attribution_fields(chunk.row["metadata"]))  # team memory: entry, rev
         chunks.append(entry)
     return {
         "recordId": str(uuid.uuid4()),
@@ -249,14 +290,32 @@ def retrieve(
 ) -> RetrieveAnswer:
     spaces = search_spaces(conn, principal, request.space_uuid())
     levels = {s.id: s.level for s in spaces}
-    found = search_sources(conn, org_id=principal.org_id, spaces=spaces, kinds=request.kinds())
+    policy = load_policy(conn, org_id=principal.org_id)
+    found = _deliverable_sources(
+        search_sources(conn, org_id=principal.org_id, spaces=spaces, kinds=request.kinds()),
+        spaces,
+        policy,
+    )
     sources = {s.id: s for s in found}
-    candidates = _search(conn, principal, spaces, found, request, deps) if found else []
+    gate = open_gate(
+        conn,
+        org_id=principal.org_id,
+        client=deps.embedder,
+        settings=deps.settings,
+        policy=policy,
+    )
+    candidates = _search(conn, principal, spaces, found, request, gate, deps) if found else []
     ranked = _ranked_chunks(conn, principal, candidates, sources, levels, request, deps)
-    delivered, used = fit_to_budget(ranked, request.token_budget, lambda c: c.tokens)
+    delivered, used = fit_to_budget(
+        (_as_delivered(c, policy) for c in ranked), request.token_budget, lambda c: c.tokens
+    )
     if not request.exclude_related and delivered:
         related = _related_chunks(conn, principal, delivered, sources, levels)
-        extra, extra_used = fit_to_budget(related, request.token_budget - used, lambda c: c.tokens)
+        extra, extra_used = fit_to_budget(
+            (_as_delivered(c, policy) for c in related),
+            request.token_budget - used,
+            lambda c: c.tokens,
+        )
         delivered, used = delivered + extra, used + extra_used
     answer = RetrieveAnswer(
         request_id=f"req_{uuid.uuid4().hex}",

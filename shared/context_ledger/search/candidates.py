@@ -5,17 +5,21 @@ search (top ``limit`` by cosine). Each fills in the other score of its own hits,
 text hit and the rank of a vector hit, so every candidate's two scores are comparable whichever
 search found it:
 
-- ``text_score``: raw rank / the query's top rank (search/fulltext.py), 0 without a match;
+- ``text_score``: BM25 rank / the query's top rank (search/fulltext.py), 0 without a match;
 - ``vector_score``: cosine similarity (1 - cosine distance) clamped to [0, 1], 0 without an
   embedding of the query's dimension.
 
 A search "found" a chunk when the chunk scores at least as well, on that search's own score, as
-the search's last hit (any score above 0 when it returned fewer than ``limit``), i.e. when the
-chunk belongs to that search's top ``limit``. For exact searches that is the set of hits itself;
-for HNSW it also counts a text hit the approximate scan missed although its cosine beats the
-scan's last hit, so the tiers of search/hybrid.py do not depend on the backend's misses. A chunk
-whose score is 0 (no match, no comparable embedding, cosine at or below 0) is never found by
-that search, and a hit found by neither (a vector hit with cosine at or below 0) is dropped.
+the search's last hit, i.e. when the chunk belongs to that search's top ``limit``. A vector
+search that returned fewer than ``limit`` hits saw every comparable embedding, so any cosine above
+0 counts; the text search only ever reads the chunks holding the query's rarest terms
+(search/fulltext.py), so its last hit is the bar even then, and a chunk holding only common query
+terms is found by text only when it ranks as well as a chunk the search returned. For exact
+vector search that is the set of hits itself; for HNSW it also counts a text hit the approximate
+scan missed although its cosine beats the scan's last hit, so the tiers of search/hybrid.py do
+not depend on the backend's misses. A chunk whose score is 0 (no match, no comparable embedding,
+cosine at or below 0) is never found by that search, and a hit found by neither (a vector hit
+with cosine at or below 0) is dropped.
 """
 
 from __future__ import annotations
@@ -23,12 +27,12 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from psycopg import Connection
 
 from context_ledger.search.exact import exact_search, similarity_sql, uses_pgvector
-from context_ledger.search.fulltext import Hit, SearchQuery, normalised, text_search
+from context_ledger.search.fulltext import Hit, SearchQuery, normalised, text_search, text_terms
 from context_ledger.search.pgvector_backend import hnsw_search
 from context_ledger.settings import SearchBackend
 
@@ -74,11 +78,12 @@ def find_candidates(
     if not source_ids:
         return []
     search = SearchQuery(org_id, source_ids, query, query_vector, limit)
+    search = replace(search, terms=text_terms(conn, search))
     vector_hits: list[Hit] = []
     similarity = None
     if query_vector is not None:
-        # The vector search runs first, so a pgvector backend without pgvector fails before
-        # any other work.
+        # The vector search runs before the text search, so a pgvector backend without
+        # pgvector fails before the costlier work.
         if backend is SearchBackend.PGVECTOR:
             pgvector = True
             vector_hits = hnsw_search(conn, search)
@@ -91,8 +96,9 @@ def find_candidates(
 
 
 def _cutoff(scores: list[float], limit: int) -> float:
-    """The lowest score a chunk needs to count as found by a search that returned ``scores``:
-    its last hit's, or any score above 0 when it returned fewer than ``limit`` (all it could)."""
+    """The lowest cosine a chunk needs to count as found by a vector search that returned
+    ``scores``: its last hit's, or any above 0 when it returned fewer than ``limit`` (all it
+    could)."""
     return min(scores) if len(scores) >= limit else 0.0
 
 
@@ -103,7 +109,7 @@ def merge(text_hits: list[Hit], vector_hits: list[Hit], *, limit: int) -> list[C
     hits = {hit.chunk_id: hit for hit in [*vector_hits, *text_hits]}
     text_scores = {key: normalised(hit.rank, top_rank) for key, hit in hits.items()}
     vector_scores = {key: vector_score(hit.similarity) for key, hit in hits.items()}
-    text_cutoff = _cutoff([text_scores[hit.chunk_id] for hit in text_hits], limit)
+    text_cutoff = min((text_scores[hit.chunk_id] for hit in text_hits), default=0.0)
     vector_cutoff = _cutoff([vector_scores[hit.chunk_id] for hit in vector_hits], limit)
     candidates = []
     for key, hit in hits.items():

@@ -1,58 +1,88 @@
-"""Full-text search: an OR query over ``chunks.tsv``, ranked with ``ts_rank(tsv, query, 1)``.
+"""Full-text search: BM25 over ``chunks.tsv``, computed in PostgreSQL.
 
 Query. The query text plus the parts of its compound identifiers (``parseRefund`` → parse,
 refund), the same text processing code chunks get at ingest, goes through
-``to_tsvector('english', ...)``; each distinct lexeme becomes one operand of an OR tsquery. OR,
-because a question shares only some of its words with the passage that answers it: AND queries
-(``plainto_tsquery``, ``websearch_to_tsquery``) find nothing for most natural-language questions
-(offline SciFact baseline: nDCG@10 .07 with AND, .60 with OR). The tsquery is built in SQL, each
-lexeme quoted by PostgreSQL's own tsvector output (``array_to_tsvector(ARRAY[lexeme])::text``),
-so user text never meets SQL or tsquery syntax. A query without lexemes (empty, punctuation, stop
-words only) gives a NULL tsquery, which matches nothing.
+``to_tsvector('english', ...)`` (stemming, English stop words dropped); its distinct lexemes are
+the query terms. A query without lexemes (empty, punctuation, stop words only) matches nothing.
 
-Rank. ``ts_rank`` with normalisation flag 1 (divide by 1 + log of the document length), so a long
-chunk does not win by size alone. ``ts_rank_cd`` rewards lexemes close together, which an OR query
-of a whole question rarely has, and ranks such queries far worse.
+Rank. Okapi BM25 (search/bm25.py): per query term, ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b +
+b * dl / avgdl))``, summed. ``tf`` comes from the chunk's tsvector, ``dl`` is ``length(tsv)``
+(distinct lexemes, read from the tsvector's header), and the collection statistics (chunk count,
+mean length, each lexeme's document frequency) are those of the searched sources' current index
+versions, kept by the triggers of migration 0009 and summed here in one small statement. The
+weights are computed in Python and bound as arrays, so user text never meets SQL or tsquery
+syntax: lexemes come back from PostgreSQL already quoted as tsquery operands.
 
-Normalisation. ``ts_rank``'s scale depends on the query (how many lexemes, how frequent), and the
-hybrid score needs both of its terms in [0, 1]. A text score is the rank divided by the highest
-rank any searchable chunk gets for the same query: the top text hit scores 1.0 and the order is
-kept. The highest rank is the first hit of the text search, which is exact; any other chunk's
-rank for the query (filled in for chunks only the vector search found) divides by the same number
-and stays in [0, 1].
+Matching (candidate generation). OR semantics, as a question shares only some of its words with
+the passage that answers it, but not over every term: the search matches the query's rarest terms
+while their document frequencies add up to at most
+:data:`~context_ledger.search.bm25.MATCH_POSTINGS` chunks (always the rarest term), then ranks
+those chunks by BM25 over all terms. A chunk holding only common terms of the query scores little,
+so the ranking hardly changes (docs/decisions.md has the figures), but the search reads about a
+thousand chunks instead of a fifth of the corpus (100k chunks: the OR of all of a question's
+terms matches some 20k), and reading them is what costs.
+
+Normalisation. BM25's scale depends on the query, and the hybrid score needs both of its terms in
+[0, 1]: a text score is the rank divided by the best rank of the text search's hits, so the top
+text hit scores 1.0 and the order is kept. A chunk only the vector search found gets its BM25 rank
+over all terms filled in, divided by the same number and capped at 1 (it can only exceed the top
+when it holds none of the matched terms and many common ones).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from psycopg import Connection, sql
-from psycopg.rows import class_row
+from psycopg.rows import class_row, dict_row
 
+from context_ledger.search.bm25 import K1, B, TermStats, query_terms
 from context_ledger.sources.chunking.identifiers import search_text
 from context_ledger.sources.searchable import SEARCHABLE_CHUNKS
 
-#: The OR tsquery of the parameter ``query_text``; NULL without lexemes.
-TSQUERY = sql.SQL(
-    "(SELECT string_agg(array_to_tsvector(ARRAY[lexeme])::text, ' | ')::tsquery"
-    " FROM unnest(tsvector_to_array(to_tsvector('english', %(query_text)s))) AS lexeme)"
+# The query's lexemes that the searched versions hold, with their document frequencies, quoted as
+# tsquery operands by PostgreSQL; and one row without a lexeme holding the versions' totals.
+_TERM_STATS = """
+WITH searched AS (
+    SELECT s.id, s.index_version FROM sources s
+    WHERE s.org_id = %(org_id)s AND s.id = ANY(%(source_ids)s)
 )
+SELECT l.lexeme, array_to_tsvector(ARRAY[l.lexeme])::text AS operand,
+       sum(l.chunks)::bigint AS chunks, 0::bigint AS lexemes
+FROM searched s
+JOIN text_rank_lexemes l ON l.source_id = s.id AND l.index_version = s.index_version
+WHERE l.lexeme = ANY(tsvector_to_array(to_tsvector('english', %(query_text)s)))
+GROUP BY l.lexeme
+UNION ALL
+SELECT NULL, NULL, coalesce(sum(v.chunks), 0)::bigint, coalesce(sum(v.lexemes), 0)::bigint
+FROM searched s
+JOIN text_rank_versions v ON v.source_id = s.id AND v.index_version = s.index_version
+"""
 
-#: The raw rank of chunk ``c`` for the tsquery ``q.query``.
-RANK = sql.SQL("ts_rank(c.tsv, q.query, 1)")
+#: The BM25 rank of chunk ``c`` for the bound terms; NULL when it holds none of them.
+RANK = sql.SQL(
+    """(
+    SELECT sum(t.weight * u.tf * {k1_plus_1}
+               / (u.tf + {k1} * (1 - {b} + {b} * length(c.tsv) / %(average_length)s)))
+    FROM (SELECT lexeme, greatest(cardinality(positions), 1) AS tf FROM unnest(c.tsv)) AS u
+    JOIN unnest(%(lexemes)s::text[], %(weights)s::float8[]) AS t(lexeme, weight)
+      USING (lexeme)
+)"""
+).format(k1_plus_1=sql.Literal(K1 + 1), k1=sql.Literal(K1), b=sql.Literal(B))
 
-# The ``limit`` best-ranked searchable chunks, then whatever ``similarity`` (an expression over
-# chunk ``c``) says about each of them: the vector score of a text hit costs one lookup per hit.
+# The ``limit`` best-ranked searchable chunks that hold a matched term, then whatever
+# ``similarity`` (an expression over chunk ``c``) says about each of them: the vector score of a
+# text hit costs one lookup per hit.
 _TEXT_SEARCH = sql.SQL(
     """
 SELECT hit.chunk_id, hit.source_id, hit.index_version, hit.rank, {similarity} AS similarity
 FROM (
     SELECT c.id AS chunk_id, c.source_id, c.index_version, {rank} AS rank
-    FROM (SELECT {tsquery} AS query) AS q, {searchable}
-      AND c.tsv @@ q.query
+    FROM {searchable}
+      AND c.tsv @@ %(match)s::tsquery
     ORDER BY rank DESC, c.id
     LIMIT %(limit)s
 ) AS hit
@@ -61,15 +91,12 @@ ORDER BY hit.rank DESC, hit.chunk_id
 """
 )
 
-# The rank of each chunk a vector search found (the ``hit`` subquery), NULL when it does not
-# match the tsquery.
+# The rank of each chunk a vector search found (the ``hit`` subquery), NULL when it holds no term.
 _WITH_RANK = sql.SQL(
     """
-SELECT hit.chunk_id, hit.source_id, hit.index_version,
-       CASE WHEN c.tsv @@ q.query THEN {rank} END AS rank, hit.similarity
+SELECT hit.chunk_id, hit.source_id, hit.index_version, {rank} AS rank, hit.similarity
 FROM ({hits}) AS hit
 JOIN chunks c ON c.id = hit.chunk_id
-CROSS JOIN (SELECT {tsquery} AS query) AS q
 """
 )
 
@@ -78,10 +105,30 @@ _NO_SIMILARITY = sql.SQL("NULL::float8")
 
 
 @dataclass(frozen=True)
+class TextTerms:
+    """The query's terms as the searched chunks know them: BM25 weights, the terms the text
+    search matches, and the mean chunk length. Empty when no searched chunk holds a term."""
+
+    lexemes: tuple[str, ...] = ()
+    weights: tuple[float, ...] = ()
+    match: tuple[str, ...] = ()  # tsquery operands, quoted
+    average_length: float = 1.0
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "lexemes": list(self.lexemes),
+            "weights": list(self.weights),
+            "match": " | ".join(self.match) or None,
+            "average_length": self.average_length,
+        }
+
+
+@dataclass(frozen=True)
 class SearchQuery:
     """What one search step looks for, where, and how many hits each search keeps.
 
     The text is searched as code would be indexed (identifiers split), whatever the sources.
+    ``terms`` come from :func:`text_terms` (without them no chunk has a text rank).
     """
 
     org_id: uuid.UUID
@@ -89,28 +136,50 @@ class SearchQuery:
     text: str
     vector: Sequence[float] | None
     limit: int
+    terms: TextTerms = field(default_factory=TextTerms)
 
     def params(self) -> dict[str, Any]:
         """The parameters every search statement binds."""
         return {
             "org_id": self.org_id,
             "source_ids": list(self.source_ids),
-            "query_text": search_text(self.text, code=True),
+            "query_text": processed_query(self.text),
             "query_vector": None if self.vector is None else list(self.vector),
             "limit": self.limit,
+            **self.terms.params(),
         }
 
 
 @dataclass(frozen=True)
 class Hit:
-    """A chunk one search found, with both raw scores: its ``ts_rank`` (None unless it matches
-    the tsquery) and its cosine similarity (None without a comparable embedding)."""
+    """A chunk one search found, with both raw scores: its BM25 rank (None unless it holds a
+    query term) and its cosine similarity (None without a comparable embedding)."""
 
     chunk_id: uuid.UUID
     source_id: uuid.UUID
     index_version: int
     rank: float | None
     similarity: float | None
+
+
+def processed_query(text: str) -> str:
+    """The text whose lexemes are the query terms."""
+    return search_text(text, code=True)
+
+
+def text_terms(conn: Connection, query: SearchQuery) -> TextTerms:
+    """The query's terms with their BM25 weights over the searched versions (one statement)."""
+    with conn.cursor(row_factory=dict_row) as cursor:
+        rows = cursor.execute(_TERM_STATS, query.params()).fetchall()
+    totals = next(row for row in rows if row["lexeme"] is None)
+    terms = query_terms(
+        [TermStats(r["lexeme"], r["operand"], r["chunks"]) for r in rows if r["lexeme"]],
+        chunks=totals["chunks"],
+        lexemes=totals["lexemes"],
+    )
+    if not terms.lexemes:
+        return TextTerms()
+    return TextTerms(terms.lexemes, terms.weights, terms.match, terms.average_length)
 
 
 def run(conn: Connection, statement: sql.Composed, query: SearchQuery) -> list[Hit]:
@@ -127,10 +196,11 @@ def text_search(
     ``similarity`` (an expression over chunk ``c`` and the parameter ``query_vector``) fills in
     each hit's cosine similarity; None leaves it empty (no query vector).
     """
+    if not query.terms.match:
+        return []
     statement = _TEXT_SEARCH.format(
         similarity=_NO_SIMILARITY if similarity is None else similarity,
         rank=RANK,
-        tsquery=TSQUERY,
         searchable=sql.SQL(SEARCHABLE_CHUNKS),
     )
     return run(conn, statement, query)
@@ -139,11 +209,12 @@ def text_search(
 def with_text_rank(hits: sql.Composable) -> sql.Composed:
     """A vector search statement (columns chunk_id, source_id, index_version, similarity) with
     each hit's raw text rank added."""
-    return _WITH_RANK.format(hits=hits, rank=RANK, tsquery=TSQUERY)
+    return _WITH_RANK.format(hits=hits, rank=RANK)
 
 
 def normalised(rank: float | None, top_rank: float | None) -> float:
-    """A raw rank as a text score in [0, 1]: divided by the query's top rank; 0 without a match."""
+    """A raw rank as a text score in [0, 1]: divided by the query's top rank and capped at 1;
+    0 without a match."""
     if not rank or not top_rank:
         return 0.0
-    return rank / top_rank
+    return min(1.0, rank / top_rank)

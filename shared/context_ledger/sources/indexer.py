@@ -17,8 +17,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.types.json import Jsonb
 
-from context_ledger.dlp.gate import embed_source_texts
-from context_ledger.embeddings.client import EmbeddingsClient
+from context_ledger.dlp.gate import EmbeddingGate
 from context_ledger.sources.chunking import chunk_document
 from context_ledger.sources.code_graph import build_code_graph, graph_language
 from context_ledger.sources.model import Chunk, Classification, Document, SourceKind
@@ -145,11 +144,14 @@ def _embeddings(
     conn: psycopg.Connection,
     target: BuildTarget,
     chunks: list[Chunk],
-    client: EmbeddingsClient | None,
+    gate: EmbeddingGate,
 ) -> tuple[list[list[float] | None], int]:
     """One embedding (or None) per chunk: reused by content hash where possible, else embedded
-    through the DLP gate. Returns the vectors and how many were reused."""
-    if client is None or not chunks:
+    through the DLP gate. Returns the vectors and how many were reused.
+
+    Nothing is reused for a source the gate refuses now: its chunks become full-text only, even
+    where an earlier policy let them be embedded."""
+    if gate.client is None or not chunks:
         return [None] * len(chunks), 0
     reused: dict[bytes, list[float]] = {}
     if target.published_version:
@@ -158,16 +160,14 @@ def _embeddings(
             {
                 "source_id": target.source_id,
                 "version": target.published_version,
-                "model": client.model,
+                "model": gate.client.model,
                 "hashes": list({c.content_sha256 for c in chunks}),
             },
         ).fetchall()
         reused = {bytes(row["content_sha256"]): row["embedding"] for row in rows}
     missing = [i for i, c in enumerate(chunks) if c.content_sha256 not in reused]
-    fresh = embed_source_texts(
-        classification=target.classification,
-        texts=[chunks[i].content for i in missing],
-        client=client,
+    fresh = gate.embed_source_texts(
+        classification=target.classification, texts=[chunks[i].content for i in missing]
     )
     if fresh is None:  # the gate sent nothing: the source is full-text only
         return [None] * len(chunks), 0
@@ -182,13 +182,13 @@ def add_documents(
     target: BuildTarget,
     documents: Sequence[Document],
     *,
-    embedder: EmbeddingsClient | None,
+    gate: EmbeddingGate,
 ) -> BatchStats:
     """Chunk, embed and load a batch into the open build (in the caller's transaction)."""
     started = time.perf_counter()
     numbered = _chunks_of(documents, target.kind)
     chunks = [chunk for _, chunk in numbered]
-    vectors, reused = _embeddings(conn, target, chunks, embedder)
+    vectors, reused = _embeddings(conn, target, chunks, gate)
     where = {"source_id": target.source_id, "version": target.version}
     conn.execute(_REPLACE_PATHS, {**where, "paths": sorted({d.path for d in documents})})
     conn.execute(_CREATE_LOAD_TABLE)
@@ -211,7 +211,7 @@ def add_documents(
                     Jsonb(chunk.metadata),
                 )
             )
-    model = embedder.model if embedder else None
+    model = gate.model
     conn.execute(_INSERT_FROM_LOAD, {**where, "org_id": target.org_id, "model": model})
     for document in documents:
         language = graph_language(document)

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 import psycopg
 
 from context_ledger.auth.principal import Principal
+from context_ledger.dlp.gate import open_gate
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.errors import ConflictError, NotFoundError, SpaceNotFoundError
+from context_ledger.settings import get_settings
 from context_ledger.sources import indexer, store
 from context_ledger.sources.model import Classification, Document, SourceKind
 from context_ledger.spaces.permissions import Permission
@@ -158,7 +160,8 @@ def add_build_documents(
 ) -> indexer.BatchStats:
     source = _source(conn, principal, source_id, Permission.ADMIN, action="indexing", lock=True)
     _open_build(conn, source, version)
-    return indexer.add_documents(conn, _target(source, version), documents, embedder=embedder)
+    gate = open_gate(conn, org_id=principal.org_id, client=embedder, settings=get_settings())
+    return indexer.add_documents(conn, _target(source, version), documents, gate=gate)
 
 
 def publish_build(

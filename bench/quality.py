@@ -1,0 +1,472 @@
+"""Retrieval quality on BEIR-format datasets, through the retrieve use case.
+
+For each dataset (a folder with ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``)
+and embeddings provider it creates an organisation, a project space and a source through the
+use-case functions the API calls, ingests the corpus with the index-build pipeline (one document
+per corpus record: ``<_id>.md`` holding the title and text for ``docs``, ``<_id>.py`` holding
+the code for ``codebase``), and sends every query of the split through
+``retrieval.service.retrieve`` (one request per query: ``tokenBudget`` 8000, ``maxPerLevel`` 50,
+``excludeRelated``), as a user who may search the space. Configurations:
+
+- ``full-text``: no embeddings endpoint (the text rank alone);
+- ``hashing``: hybrid with the hashing provider served by the in-process stand-in (a floor);
+- ``minilm``: hybrid with all-MiniLM-L6-v2 served in-process by the embeddings server's MiniLM
+  service, or any OpenAI-compatible endpoint given with ``--embeddings-url``.
+
+Full-text rows query the hashing build without an embeddings client (the stored vectors are
+then never read), so a dataset is ingested once per provider.
+
+Metrics (pytrec_eval, i.e. trec_eval): nDCG@10 and MRR@10 of the documents the answer delivers,
+in delivery order (a document's rank is that of its first delivered chunk); Recall@100 of the
+ranked candidate list. The API delivers at most ``maxPerLevel`` (50) chunks, so Recall@100 reads
+the search step's candidates the same request produced (``Dependencies.cache`` is the injection
+point: a cache that records what the use case stores) and orders them with ``search.hybrid.rank``
+as the use case does (one source, one level weight: the order is the formula's and tiers').
+
+    .venv/bin/python bench/quality.py                                  # SciFact + CoSQA
+    .venv/bin/python bench/quality.py --configs full-text --quick 100  # first 100 queries
+    .venv/bin/python bench/quality.py --configs minilm --embeddings-url http://127.0.0.1:8089/v1
+
+Uses DATABASE_URL when set (on a scratch database it creates and drops), else embedded PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Hashable, Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from tqdm import tqdm
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+DEFAULT_DATASETS = [f"{DATA / 'scifact'}:docs", f"{DATA / 'cosqa'}:codebase"]
+CONFIGS = ("full-text", "hashing", "minilm")
+TOKEN_BUDGET = 8000
+MAX_PER_LEVEL = 50
+BATCH_DOCUMENTS = 250
+HASHING_DIMENSIONS = 384
+MODEL_TIMEOUT_SECONDS = 300.0
+MEASURES = {"ndcg_cut_10": "nDCG@10", "recall_100": "Recall@100", "recip_rank": "MRR@10"}
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    kind: str  # a SourceKind value
+    corpus: dict[str, dict[str, str]]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+
+@dataclass
+class Result:
+    dataset: str
+    config: str
+    backend: str
+    queries: int
+    metrics: dict[str, float]
+    short_answers: int  # answers delivering fewer than 10 distinct documents
+    query_ms_p50: float
+    ingest_seconds: float
+    chunks: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def line(self) -> str:
+        figures = " ".join(f"{self.metrics[m]:>10.3f}" for m in MEASURES)
+        return (
+            f"{self.dataset:<10} {self.config:<10} {self.backend:<9} {self.queries:>5} {figures}"
+            f" {self.short_answers:>6} {self.query_ms_p50:>8.1f}"
+        )
+
+
+HEADER = (
+    f"{'dataset':<10} {'config':<10} {'backend':<9} {'n':>5} "
+    + " ".join(f"{label:>10}" for label in MEASURES.values())
+    + f" {'<10docs':>6} {'p50 ms':>8}"
+)
+
+
+# --- data ---------------------------------------------------------------------------------------
+
+
+def parse_dataset(raw: str) -> tuple[Path, str]:
+    """``PATH[:KIND]``, kind ``docs`` (default) or ``codebase``."""
+    path, _, kind = raw.partition(":")
+    if kind not in ("", "docs", "codebase"):
+        raise argparse.ArgumentTypeError(f"kind must be docs or codebase, not {kind!r}")
+    return Path(path), kind or "docs"
+
+
+def load_dataset(path: Path, kind: str, split: str, limit: int | None) -> Dataset:
+    """Corpus, the split's queries (those with judgements, in file order) and its qrels."""
+    qrels: dict[str, dict[str, int]] = {}
+    with (path / "qrels" / f"{split}.tsv").open(newline="") as handle:
+        reader = csv.reader(handle, delimiter="\t")
+        next(reader)  # header: query-id corpus-id score
+        for query_id, doc_id, score in reader:
+            qrels.setdefault(query_id, {})[doc_id] = int(score)
+    queries: dict[str, str] = {}
+    with (path / "queries.jsonl").open() as handle:
+        for line in handle:
+            record = json.loads(line)
+            if record["_id"] in qrels:
+                queries[record["_id"]] = record["text"]
+    if limit is not None:
+        queries = dict(list(queries.items())[:limit])
+    qrels = {qid: qrels[qid] for qid in queries}
+    corpus: dict[str, dict[str, str]] = {}
+    with (path / "corpus.jsonl").open() as handle:
+        for line in handle:
+            record = json.loads(line)
+            corpus[record["_id"]] = {"title": record.get("title") or "", "text": record["text"]}
+    return Dataset(path.name, kind, corpus, queries, qrels)
+
+
+def document_of(doc_id: str, record: dict[str, str], kind: str) -> Any:
+    from context_ledger.sources.model import Document
+
+    if kind == "codebase":
+        return Document(f"{doc_id}.py", record["text"])
+    title = record["title"]
+    text = f"# {title}\n\n{record['text']}" if title else record["text"]
+    return Document(f"{doc_id}.md", text)
+
+
+def doc_id_of(path: str) -> str:
+    return path.rsplit(".", 1)[0]
+
+
+# --- organisation, ingest -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tenant:
+    admin: Any  # Principal
+    caller: Any  # Principal
+    space_id: uuid.UUID  # the project: retrieve searches it and its ancestors
+    source_id: uuid.UUID
+    chunks: int
+    ingest_seconds: float
+
+
+def ingest(dataset: Dataset, embedder: Any, label: str) -> Tenant:
+    """A fresh organisation > team > project, a source in the project holding the corpus (built
+    in batches, then published), and a user who may search the team."""
+    from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
+    from context_ledger.db import connection
+    from context_ledger.sources import service
+    from context_ledger.sources.model import Classification, SourceKind
+    from context_ledger.spaces.levels import Level
+    from context_ledger.spaces.permissions import Permission
+    from context_ledger.spaces.service import create_organisation, create_space, set_grants
+
+    with connection() as conn:
+        org = create_organisation(conn, name=f"eval {dataset.name} {label}")
+        admin = Principal(
+            org_id=org.id,
+            user_id="admin",
+            client_id="eval",
+            scopes=frozenset({SCOPE_CONTEXT_ADMIN}),
+        )
+        team = create_space(conn, admin, name="Evaluation", level=Level.TEAM, parent_id=None)
+        project = create_space(
+            conn, admin, name=dataset.name, level=Level.PROJECT, parent_id=team.id
+        )
+        set_grants(
+            conn, admin, space_id=team.id, subject="user:reader", permissions=[Permission.SEARCH]
+        )
+        source = service.create_source(
+            conn,
+            admin,
+            space_id=project.id,
+            kind=SourceKind(dataset.kind),
+            name=dataset.name,
+            classification=Classification.INTERNAL,
+        )
+        version = service.open_build(conn, admin, source["id"])["version"]
+    documents = [document_of(i, r, dataset.kind) for i, r in dataset.corpus.items()]
+    started = time.perf_counter()
+    with tqdm(total=len(documents), desc=f"ingest {dataset.name} ({label})", unit="doc") as bar:
+        for start in range(0, len(documents), BATCH_DOCUMENTS):
+            batch = documents[start : start + BATCH_DOCUMENTS]
+            with connection() as conn:
+                service.add_build_documents(
+                    conn, admin, source["id"], version, batch, embedder=embedder
+                )
+            bar.update(len(batch))
+    with connection() as conn:
+        published = service.publish_build(conn, admin, source["id"], version)
+    with connection() as conn:
+        conn.autocommit = True
+        conn.execute("ANALYZE chunks")
+        conn.autocommit = False
+    caller = Principal(
+        org_id=org.id,
+        user_id="reader",
+        client_id="context-ledger-eval",
+        scopes=frozenset({"context:space:search"}),
+    )
+    return Tenant(
+        admin,
+        caller,
+        project.id,
+        source["id"],
+        published.counts.chunks,
+        time.perf_counter() - started,
+    )
+
+
+# --- queries ------------------------------------------------------------------------------------
+
+
+def recording_cache() -> Any:
+    """A search cache that keeps every search step's candidates (the harness reads them)."""
+    from context_ledger.retrieval.cache import CachedSearch, SearchCache
+
+    class RecordingCache(SearchCache):
+        def __init__(self) -> None:
+            super().__init__()
+            self.last: CachedSearch | None = None
+
+        def get(self, key: Hashable) -> CachedSearch | None:
+            return None  # every query searches
+
+        def put(self, key: Hashable, value: CachedSearch) -> None:
+            self.last = value
+
+    return RecordingCache()
+
+
+def ranked_run(paths: list[str], depth: int) -> dict[str, float]:
+    """Distinct documents in the order of their first chunk, as a trec run (score by rank)."""
+    order = list(dict.fromkeys(doc_id_of(path) for path in paths))[:depth]
+    return {doc_id: float(depth - position) for position, doc_id in enumerate(order)}
+
+
+def evaluate(
+    dataset: Dataset,
+    tenant: Tenant,
+    embedder: Any,
+    *,
+    backend: str,
+    config: str,
+    candidates_out: TextIO | None = None,
+) -> Result:
+    """Every query through the use case; ``candidates_out`` gets each query's candidates (path,
+    both scores, found by which search) as a JSON line, for analysis of ranking choices."""
+    import pytrec_eval
+
+    from context_ledger.db import connection
+    from context_ledger.retrieval import store
+    from context_ledger.retrieval.request import RetrieveRequest
+    from context_ledger.retrieval.service import Dependencies, retrieve
+    from context_ledger.search.hybrid import rank
+    from context_ledger.settings import load_settings
+
+    cache = recording_cache()
+    deps = Dependencies(
+        settings=load_settings(KEYSTONE_CONTEXT_SEARCH_BACKEND=backend),
+        cache=cache,
+        embedder=embedder,
+        publish=lambda event: None,  # the attribution queue is not what is measured here
+    )
+    top: dict[str, dict[str, float]] = {}
+    deep: dict[str, dict[str, float]] = {}
+    seconds: list[float] = []
+    short = 0
+    for query_id, text in tqdm(
+        dataset.queries.items(), desc=f"query {dataset.name} ({config})", unit="q"
+    ):
+        request = RetrieveRequest.model_validate(
+            {
+                "query": text,
+                "spaceId": str(tenant.space_id),
+                "tokenBudget": TOKEN_BUDGET,
+                "maxPerLevel": MAX_PER_LEVEL,
+                "excludeRelated": True,
+            }
+        )
+        cache.last = None
+        with connection() as conn:
+            started = time.perf_counter()
+            answer = retrieve(conn, tenant.caller, request, client_header=None, deps=deps)
+            seconds.append(time.perf_counter() - started)
+            candidates = list(cache.last.candidates) if cache.last else []
+            ordered = [r.candidate.chunk_id for r in rank(candidates, lambda c: 1.0)]
+            rows = store.chunks_by_id(conn, org_id=tenant.caller.org_id, ids=ordered)
+        delivered = ranked_run([chunk.row["path"] for chunk in answer.chunks], 10)
+        short += len(delivered) < 10
+        top[query_id] = delivered
+        deep[query_id] = ranked_run([rows[i]["path"] for i in ordered if i in rows], 100)
+        if candidates_out is not None:
+            found = [
+                {
+                    "path": rows[c.chunk_id]["path"],
+                    "text": c.text_score,
+                    "vector": c.vector_score,
+                    "byText": c.found_by_text,
+                    "byVector": c.found_by_vector,
+                }
+                for c in candidates
+                if c.chunk_id in rows
+            ]
+            line = {"dataset": dataset.name, "config": config, "query": query_id, "found": found}
+            candidates_out.write(json.dumps(line) + "\n")
+    top_scores = pytrec_eval.RelevanceEvaluator(
+        dataset.qrels, {"ndcg_cut_10", "recip_rank"}
+    ).evaluate(top)
+    deep_scores = pytrec_eval.RelevanceEvaluator(dataset.qrels, {"recall_100"}).evaluate(deep)
+
+    def mean(scores: dict[str, dict[str, float]], measure: str) -> float:
+        return statistics.fmean(scores.get(q, {}).get(measure, 0.0) for q in dataset.queries)
+
+    metrics = {
+        "ndcg_cut_10": mean(top_scores, "ndcg_cut_10"),
+        "recall_100": mean(deep_scores, "recall_100"),
+        "recip_rank": mean(top_scores, "recip_rank"),
+    }
+    return Result(
+        dataset=dataset.name,
+        config=config,
+        backend=backend,
+        queries=len(dataset.queries),
+        metrics=metrics,
+        short_answers=short,
+        query_ms_p50=statistics.median(seconds) * 1000,
+        ingest_seconds=tenant.ingest_seconds,
+        chunks=tenant.chunks,
+    )
+
+
+# --- embeddings providers -----------------------------------------------------------------------
+
+
+@contextmanager
+def embeddings_client(config: str, args: argparse.Namespace) -> Iterator[Any]:
+    """The embeddings client of a configuration (None for full-text), its server running."""
+    from context_ledger.embeddings.client import EmbeddingsClient
+    from context_ledger.local.embeddings_server import serve_embeddings
+
+    if config == "full-text":
+        yield None
+        return
+    if config == "hashing":
+        with serve_embeddings(dims=HASHING_DIMENSIONS) as server:
+            yield EmbeddingsClient(
+                server.url, f"hashing-{HASHING_DIMENSIONS}", dimensions=HASHING_DIMENSIONS
+            )
+        return
+    # A model on a shared 2-core machine can take long over a batch of abstracts.
+    timeout = MODEL_TIMEOUT_SECONDS
+    if args.embeddings_url:
+        yield EmbeddingsClient(args.embeddings_url, args.embeddings_model, timeout=timeout)
+        return
+    from context_ledger.embeddings.minilm import MiniLMEmbeddingProvider
+    from context_ledger.embeddings.serving import MiniLMService
+
+    service = MiniLMService(MiniLMEmbeddingProvider())
+    with serve_embeddings(service=service) as server:
+        yield EmbeddingsClient(server.url, args.embeddings_model, timeout=timeout)
+
+
+def run(args: argparse.Namespace, candidates_out: TextIO | None) -> list[Result]:
+    results: list[Result] = []
+    # full-text rows reuse the hashing build (or, without hashing rows, a build without vectors)
+    providers = [c for c in ("hashing", "minilm") if c in args.configs]
+    if "full-text" in args.configs and "hashing" not in providers:
+        providers.insert(0, "full-text")
+    for path, kind in args.datasets:
+        dataset = load_dataset(path, kind, args.split, args.quick)
+        print(
+            f"# {dataset.name}: {len(dataset.corpus):,} documents, {len(dataset.queries)} queries"
+            f" ({args.split})",
+            flush=True,
+        )
+        for provider in providers:
+            with embeddings_client(provider, args) as embedder:
+                tenant = ingest(dataset, embedder, provider)
+                print(
+                    f"# {dataset.name} ({provider}): {tenant.chunks:,} chunks in"
+                    f" {tenant.ingest_seconds:.1f} s",
+                    flush=True,
+                )
+                configs = [provider]
+                if provider == "hashing" and "full-text" in args.configs:
+                    configs.insert(0, "full-text")
+                for config in configs:
+                    client = None if config == "full-text" else embedder
+                    result = evaluate(
+                        dataset,
+                        tenant,
+                        client,
+                        backend=args.backend,
+                        config=config,
+                        candidates_out=candidates_out,
+                    )
+                    results.append(result)
+                    tqdm.write(HEADER)
+                    tqdm.write(result.line())
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "datasets",
+        nargs="*",
+        type=parse_dataset,
+        default=[parse_dataset(d) for d in DEFAULT_DATASETS],
+        help="PATH[:docs|codebase] of BEIR-format datasets (default: SciFact docs, CoSQA code)",
+    )
+    parser.add_argument(
+        "--configs",
+        type=lambda raw: [c.strip() for c in raw.split(",") if c.strip()],
+        default=["full-text", "hashing"],
+        help=f"comma-separated, of {', '.join(CONFIGS)} (default: full-text,hashing)",
+    )
+    parser.add_argument("--backend", choices=("exact", "pgvector"), default="exact")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--quick", type=int, metavar="N", help="only the first N queries")
+    parser.add_argument("--embeddings-url", help="minilm: an OpenAI-compatible endpoint to use")
+    parser.add_argument("--embeddings-model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--candidates", type=Path, help="write each query's candidates here (JSON lines)"
+    )
+    args = parser.parse_args(argv)
+    unknown = set(args.configs) - set(CONFIGS)
+    if unknown or not args.configs:
+        parser.error(f"--configs takes {', '.join(CONFIGS)}")
+    os.environ.setdefault("KEYSTONE_ENVIRONMENT", "local")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    started = time.perf_counter()
+    from ingest import scratch_database  # bench/ is the script's folder, first on sys.path
+
+    with (
+        scratch_database(),
+        args.candidates.open("w") if args.candidates else nullcontext() as candidates_out,
+    ):
+        results = run(args, candidates_out)
+    print()
+    print(HEADER)
+    for result in results:
+        print(result.line())
+    if args.json:
+        args.json.write_text(json.dumps([r.__dict__ for r in results], indent=2) + "\n")
+    print(f"total {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

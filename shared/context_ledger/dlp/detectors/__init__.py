@@ -1,0 +1,18 @@
+"""Built-in DLP detectors, most specific first (the order decides a merged span's kind)."""
+
+from __future__ import annotations
+
+from context_ledger.dlp.detectors.base import Detector, Finding, RegexDetector
+from context_ledger.dlp.detectors.entropy import HighEntropyDetector
+from context_ledger.dlp.detectors.personal import PERSONAL_DETECTORS
+from context_ledger.dlp.detectors.secrets import SECRET_DETECTORS
+
+#: Every built-in detector. High entropy comes last: it is the fallback for secrets no named
+#: detector knows, so any named finding overlapping it gives the placeholder its kind.
+BUILTIN_DETECTORS: tuple[Detector, ...] = (
+    *SECRET_DETECTORS,
+    *PERSONAL_DETECTORS,
+    HighEntropyDetector(),
+)
+
+__all__ = ["BUILTIN_DETECTORS", "Detector", "Finding", "RegexDetector"]

@@ -1,0 +1,200 @@
+"""Detectors for personal data: emails, phone numbers, payment cards, IBANs, national ids.
+
+Numbers are where false positives live (versions, dates, ids, timestamps), so every numeric
+detector wants a shape that plain numbers rarely have (separators in the right places, a leading
+``+``, a known issuer prefix) and, where one exists, a valid check digit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from context_ledger.dlp.detectors.base import Detector, Finding, RegexDetector, Validator
+from context_ledger.dlp.detectors.checksums import (
+    card_brand_known,
+    dni_valid,
+    iban_valid,
+    luhn_valid,
+    nir_valid,
+    ssn_valid,
+)
+
+# Numbers stand alone: not part of a word, version, path, decimal or longer number. The start
+# is checked after the first character (``_AFTER_NUMBER_START``: the one before it is not ...),
+# not before it: a pattern that opens with a character class lets Python's engine skip ahead
+# to candidates, one that opens with a lookbehind is tried at every position (3x slower).
+_AFTER_NUMBER_START = r"(?<![\w.+\-/].)"
+_NUMBER_END = r"(?![\w\-/]|\.\d)"
+_AFTER_WORD_START = r"(?<![A-Za-z0-9].)"
+
+# File extensions that follow ``@`` in asset names (``icon@2x.png``), not top-level domains.
+_FILE_EXTENSIONS = frozenset(
+    ("png", "jpg", "jpeg", "gif", "svg", "webp", "ico", "bmp", "js", "mjs", "ts", "tsx", "jsx",
+     "css", "scss", "py", "go", "rb", "json", "yaml", "yml", "md", "txt", "html", "pdf", "zip")
+)  # fmt: skip
+
+
+def _digits(match: re.Match[str]) -> str:
+    return "".join(c for c in match.group(0) if c.isdigit())
+
+
+def _card(match: re.Match[str]) -> bool:
+    digits = _digits(match)
+    return 13 <= len(digits) <= 19 and card_brand_known(digits) and luhn_valid(digits)
+
+
+def _international_phone(match: re.Match[str]) -> bool:
+    return 8 <= len(_digits(match)) <= 15
+
+
+def _iban(match: re.Match[str]) -> bool:
+    return iban_valid(match.group(0).replace(" ", "").upper())
+
+
+def _ssn(match: re.Match[str]) -> bool:
+    digits = _digits(match)
+    return ssn_valid(digits[:3], digits[3:5], digits[5:])
+
+
+def _nir(match: re.Match[str]) -> bool:
+    return nir_valid(re.sub(r"[ .]", "", match.group(0)))
+
+
+def _dni(match: re.Match[str]) -> bool:
+    return dni_valid(_digits(match), match.group(0)[-1])
+
+
+def _uk_phone(match: re.Match[str]) -> bool:
+    return len(_digits(match)) == 11
+
+
+def _nino(match: re.Match[str]) -> bool:
+    return match.group(0)[:2] not in _NINO_UNUSED_PREFIXES
+
+
+# Text from a URL's scheme up to its login: ``scheme://`` then no path, query or fragment yet.
+_URL_USERINFO = re.compile(r"://[^\s/?#]*$")
+_NINO_UNUSED_PREFIXES = frozenset({"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"})
+
+
+def _numeric(
+    kind: str, first: str, rest: str, gate: str, validate: Validator | None = None
+) -> RegexDetector:
+    """A standalone number: ``first`` is its first character (a class), ``rest`` the others."""
+    return RegexDetector(
+        kind,
+        re.compile(first + _AFTER_NUMBER_START + rest + _NUMBER_END),
+        gate,
+        validate=validate,
+    )
+
+
+def _word(kind: str, first: str, rest: str, gate: str, validate: Validator) -> RegexDetector:
+    """A standalone alphanumeric word, split like ``_numeric``'s pattern."""
+    return RegexDetector(
+        kind,
+        re.compile(first + _AFTER_WORD_START + rest + r"(?![A-Za-z0-9])"),
+        gate,
+        validate=validate,
+    )
+
+
+class EmailDetector:
+    """Emails, found from their ``@``: the text is searched for ``@`` (fast), never word by word.
+
+    Not emails: ``user@host`` as a URL's login (``ssh://git@host``, ``https://u:p@host``; an
+    address in a URL's path or query still is one), ``git@host``, and asset names such as
+    ``icon@2x.png``.
+    """
+
+    kinds = ("email",)
+    gate = r"[A-Za-z0-9._%+\-]@[A-Za-z0-9]"
+    _local = re.compile(r"[A-Za-z0-9][A-Za-z0-9._%+\-]{0,63}$")
+    _domain = re.compile(
+        r"[A-Za-z0-9][A-Za-z0-9\-]{0,62}(?:\.[A-Za-z0-9\-]{1,63}){0,8}\.(?P<tld>[A-Za-z]{2,24})"
+        r"(?![\w\-]|\.[A-Za-z0-9])"
+    )
+
+    def find(self, text: str) -> Iterator[Finding]:
+        at = text.find("@")
+        while at != -1:
+            domain = self._domain.match(text, at + 1)
+            local = self._local.search(text, max(0, at - 64), at) if domain else None
+            if domain and local and self._is_address(text, local.start(), local.group(0), domain):
+                yield Finding(local.start(), domain.end(), "email")
+            at = text.find("@", at + 1)
+
+    @staticmethod
+    def _is_address(text: str, start: int, local: str, domain: re.Match[str]) -> bool:
+        if local == "git" or domain.group("tld").lower() in _FILE_EXTENSIONS:
+            return False
+        line_start = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start))
+        return not _URL_USERINFO.search(text, line_start + 1, start)
+
+
+PERSONAL_DETECTORS: tuple[Detector, ...] = (
+    EmailDetector(),
+    # Before cards: an IBAN's digit groups can form a Luhn-valid card number.
+    _word(
+        "iban",
+        "[A-Z]",
+        r"[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?",
+        r"[A-Z]{2}\d{2} ?[A-Z0-9]{4} ?[A-Z0-9]{4}",
+        _iban,
+    ),
+    # 4-4-4-(1-7) digits (Visa, Mastercard, Discover, JCB, UnionPay) or 4-6-4/5 (Amex, Diners),
+    # each with one consistent separator or none.
+    _numeric(
+        "payment_card",
+        r"\d",
+        r"\d{3}(?P<sep>[ \-]?)(?:\d{4}(?P=sep)\d{4}(?P=sep)\d{1,7}|\d{6}(?P=sep)\d{4,5})",
+        r"\d{4}[ \-]?\d{4}[ \-]?\d{4}|\d{4}[ \-]?\d{6}[ \-]?\d{4}",
+        _card,
+    ),
+    _numeric(
+        "us_ssn",
+        r"\d",
+        r"\d{2}(?P<sep>[ \-])\d{2}(?P=sep)\d{4}",
+        r"\d{3}[ \-]\d{2}[ \-]\d{4}",
+        _ssn,
+    ),
+    _word(
+        "uk_nino",
+        "[A-CEGHJ-PR-TW-Z]",
+        r"[A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]",
+        r"[A-Z]{2} ?\d{2} ?\d{2} ?\d{2} ?[A-D]",
+        _nino,
+    ),
+    _numeric(
+        "fr_nir",
+        "[12]",
+        r" ?\d{2} ?(?:0[1-9]|1[0-2]|[2-9]\d) ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3} ?\d{2}",
+        r"[12] ?\d{2} ?\d{2} ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3} ?\d{2}",
+        _nir,
+    ),
+    _word("es_dni", r"\d", r"\d{7}[ \-]?[A-Z]", r"\d{8}[ \-]?[A-Z]", _dni),
+    # E.164 and international notation: + country code, 8 to 15 digits, common separators.
+    RegexDetector(
+        "phone",
+        re.compile(r"\+(?<![\w+].)[1-9](?:[ .\-]?\(?\d\)?){7,14}" + _NUMBER_END),
+        r"\+[1-9](?:[ .\-]?\(?\d\)?){7}",
+        validate=_international_phone,
+    ),
+    # North America: (415) 555-2671, 415-555-2671, 415.555.2671 (area and exchange start 2-9).
+    _numeric(
+        "phone",
+        r"[(2-9]",
+        r"(?:(?<=\()[2-9]\d{2}\) ?|(?<=[2-9])\d{2}[\-. ])[2-9]\d{2}[\-. ]\d{4}",
+        r"(?:\(\d{3}\) ?|\d{3}[\-. ])\d{3}[\-. ]\d{4}",
+    ),
+    # UK: 020 7946 0958, 07700 900123, 0161 496 0000 (11 digits, spaced).
+    _numeric("phone", "0", r"\d{2,4} \d{3,4} ?\d{3,4}", r"0\d{2,4} \d{3,4} ?\d{3,4}", _uk_phone),
+    # France: 01 23 45 67 89, 06.12.34.56.78.
+    _numeric(
+        "phone",
+        "0",
+        r"[1-9](?:(?P<sep>[ .])\d{2})(?:(?P=sep)\d{2}){3}",
+        r"0[1-9][ .]\d{2}[ .]\d{2}[ .]\d{2}[ .]\d{2}",
+    ),
+)

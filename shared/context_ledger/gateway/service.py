@@ -1,0 +1,202 @@
+"""One model call through the gateway: forward, pass the answer through, link, log.
+
+The provider's answer reaches the caller byte for byte; the gateway only adds headers
+(``X-Keystone-Gateway-Request-Id`` always, ``X-Keystone-Context-Link`` on a plain answer when a
+retrieval was named) and, at the very end of a streamed answer, one SSE comment event carrying
+the link outcome: ``: X-Keystone-Context-Link: <outcome>`` followed by a blank line. SSE clients
+ignore comments, so OpenAI SDKs read the stream unchanged; a reader that wants the outcome reads
+the last comment, which is written like the trailer it stands in for (HTTP trailers do not survive
+API Gateway and Lambda).
+
+Only a successful answer (2xx) is linked: an error answer produced no response that used the
+retrieval. Logging and linking never fail or alter the call; their failures are logged.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import httpx
+
+from context_ledger.auth.principal import Principal
+from context_ledger.errors import InvalidRequestError
+from context_ledger.evidence.keys import KeyRing, get_key_ring
+from context_ledger.gateway.calls import ModelCall, record_call
+from context_ledger.gateway.headers import CONTEXT_LINK, GATEWAY_REQUEST_ID, GatewayHeaders
+from context_ledger.gateway.linking import (
+    Connect,
+    LinkResult,
+    link_retrieval,
+    pooled_connection,
+)
+from context_ledger.gateway.provider import (
+    Endpoint,
+    ProviderAnswer,
+    ProviderClient,
+    ProviderUnavailableError,
+)
+from context_ledger.gateway.usage import StreamUsage, TokenUsage, usage_of_body
+from context_ledger.log import logger
+
+
+def link_comment(result: LinkResult) -> bytes:
+    """The final SSE event of a streamed answer: the link outcome as a comment."""
+    return f": {CONTEXT_LINK}: {result.outcome.value}\n\n".encode()
+
+
+@dataclass(frozen=True)
+class CallRequest:
+    """A checked call: who calls, which endpoint, the body bytes to forward, the headers."""
+
+    principal: Principal
+    endpoint: Endpoint
+    body: bytes
+    headers: GatewayHeaders
+    model: str | None = None
+    stream: bool = False
+
+    @classmethod
+    def of(
+        cls, principal: Principal, endpoint: Endpoint, body: bytes, headers: GatewayHeaders
+    ) -> CallRequest:
+        """Read ``model`` and ``stream`` for the log; the body must be a JSON object (else 400).
+
+        The body itself is forwarded as received, not re-serialised.
+        """
+        try:
+            document = json.loads(body)
+        except ValueError:
+            raise InvalidRequestError("request body is not valid JSON") from None
+        if not isinstance(document, dict):
+            raise InvalidRequestError("request body must be a JSON object")
+        model = document.get("model")
+        return cls(
+            principal=principal,
+            endpoint=endpoint,
+            body=body,
+            headers=headers,
+            model=model if isinstance(model, str) else None,
+            stream=document.get("stream") is True,
+        )
+
+
+@dataclass(frozen=True)
+class PlainAnswer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass(frozen=True)
+class StreamedAnswer:
+    status: int
+    headers: dict[str, str]
+    chunks: Iterator[bytes] = field(repr=False)
+
+
+@dataclass
+class GatewayService:
+    provider: ProviderClient
+    wait_ms: int
+    connect: Connect = pooled_connection
+    keys: Callable[[], KeyRing] = get_key_ring
+    clock: Callable[[], float] = time.monotonic
+
+    def call(self, request: CallRequest) -> PlainAnswer | StreamedAnswer:
+        gateway_request_id = uuid.uuid4()
+        started = self.clock()
+        headers = {GATEWAY_REQUEST_ID: str(gateway_request_id)}
+        try:
+            answer = self.provider.open(request.endpoint, request.body)
+            if answer.is_event_stream:
+                chunks = self._stream(request, answer, gateway_request_id, started)
+                return StreamedAnswer(answer.status, {**answer.passed_headers(), **headers}, chunks)
+            body = answer.read()
+        except ProviderUnavailableError as exc:
+            logger.warning("model provider unavailable", extra={"problem": exc.message})
+            self._record(request, gateway_request_id, started, exc.status, None, None)
+            body = json.dumps(exc.body()).encode()
+            headers["Content-Type"] = "application/json"
+            return PlainAnswer(exc.status, headers, body)
+        link = None
+        if answer.response.is_success and request.headers.context_request_id:
+            link = self._link(request, gateway_request_id)
+            headers[CONTEXT_LINK] = link.outcome.value
+        self._record(request, gateway_request_id, started, answer.status, usage_of_body(body), link)
+        return PlainAnswer(answer.status, {**answer.passed_headers(), **headers}, body)
+
+    def _stream(
+        self,
+        request: CallRequest,
+        answer: ProviderAnswer,
+        gateway_request_id: uuid.UUID,
+        started: float,
+    ) -> Iterator[bytes]:
+        usage = StreamUsage()
+        link = None
+        try:
+            try:
+                for chunk in answer.iter_bytes():
+                    usage.feed(chunk)
+                    yield chunk
+            except httpx.HTTPError as exc:
+                # Half an answer is all the caller gets; it is not linked.
+                logger.warning("model provider broke off a stream", extra={"problem": repr(exc)})
+                return
+            if request.headers.context_request_id:
+                link = self._link(request, gateway_request_id)
+                yield link_comment(link)
+        finally:
+            self._record(request, gateway_request_id, started, answer.status, usage.usage, link)
+
+    def _link(self, request: CallRequest, gateway_request_id: uuid.UUID) -> LinkResult:
+        assert request.headers.context_request_id is not None
+        return link_retrieval(
+            request.principal,
+            context_request_id=request.headers.context_request_id,
+            response_id=str(gateway_request_id),
+            wait_ms=self.wait_ms,
+            connect=self.connect,
+            keys=self.keys,
+            clock=self.clock,
+        )
+
+    def _record(
+        self,
+        request: CallRequest,
+        gateway_request_id: uuid.UUID,
+        started: float,
+        status: int,
+        usage: TokenUsage | None,
+        link: LinkResult | None,
+    ) -> None:
+        principal = request.principal
+        call = ModelCall(
+            gateway_request_id=gateway_request_id,
+            org_id=principal.org_id,
+            user_id=principal.user_id,
+            client_id=principal.client_id,
+            client_name=request.headers.client_name,
+            client_version=request.headers.client_version,
+            endpoint=request.endpoint,
+            model=request.model,
+            stream=request.stream,
+            status=status,
+            latency_ms=round((self.clock() - started) * 1000),
+            usage=usage,
+            context_request_id=request.headers.context_request_id,
+            link_outcome=None if link is None else link.outcome,
+            link_latency_ms=None if link is None else link.latency_ms,
+        )
+        try:
+            with self.connect() as conn:
+                record_call(conn, call)
+        except Exception as exc:  # the call was answered; a lost log line must not undo that
+            logger.error(
+                "model call not logged",
+                extra={"gatewayRequestId": str(gateway_request_id), "problem": type(exc).__name__},
+            )

@@ -1,0 +1,72 @@
+"""POST /api/v1/embeddings: the in-deployment embeddings endpoint, in OpenAI's wire format.
+
+It sits on the HTTP API behind the authorizer like every other route: a caller authenticates with
+a bearer credential of this deployment (the other functions use a service API key as
+``KEYSTONE_CONTEXT_EMBEDDINGS_API_KEY``). Unlike the rest of the API it answers errors in OpenAI's
+shape (``{"error": {"message", "type", "param", "code"}}``), because its callers are OpenAI
+clients; request handling itself is ``embeddings/wire.py``, shared with the local servers.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from context_ledger.auth.principal import Principal
+from context_ledger.embeddings.serving import get_embeddings_service
+from context_ledger.embeddings.wire import answer, error_body
+from context_ledger.errors import ApiError
+from context_ledger.http.app import create_app
+from context_ledger.http.principal import current_principal
+from context_ledger.log import logger
+
+#: Lambda's synchronous payload limit; larger bodies are refused before they are parsed.
+MAX_BODY_BYTES = 6_000_000
+
+router = APIRouter(tags=["embeddings"])
+
+Caller = Annotated[Principal, Depends(current_principal)]
+
+
+@router.post("/api/v1/embeddings")
+async def create_embeddings(request: Request, _: Caller) -> JSONResponse:
+    raw = await request.body()
+    # The model is CPU-bound: keep it off the event loop.
+    status, body = await run_in_threadpool(answer, raw, get_embeddings_service())
+    return JSONResponse(body, status_code=status)
+
+
+def _openai_error(status: int, message: str, code: str | None) -> JSONResponse:
+    kind = "server_error" if status >= 500 else "invalid_request_error"
+    return JSONResponse(error_body(message, kind=kind, code=code), status_code=status)
+
+
+async def _api_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    # OpenAI clients know a refused credential by this code.
+    code = "invalid_api_key" if exc.status == 401 else exc.code
+    return _openai_error(exc.status, exc.message, code)
+
+
+async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    return _openai_error(exc.status_code, str(exc.detail), None)
+
+
+async def _unexpected_error(_: Request, exc: Exception) -> JSONResponse:
+    logger.exception("unhandled error")
+    message = "The server had an error while processing your request."
+    return _openai_error(500, message, None)
+
+
+def create_embeddings_app() -> FastAPI:
+    """The function's app: the route, and every error in OpenAI's shape."""
+    app = create_app(router, max_body_bytes=MAX_BODY_BYTES, title="Context Ledger embeddings")
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected_error)
+    return app

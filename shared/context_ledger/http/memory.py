@@ -1,0 +1,272 @@
+"""The memory API (spec: memory-relevant-api): /api/context/{project_id}[...].
+
+Bodies and answers are snake_case, timestamps float epoch seconds, as the spec shows; errors are
+the service's one error body. Every route counts against the caller's rate limit, after the
+credential is verified (a bad credential is 401, never 429).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
+
+from context_ledger.auth.principal import Principal
+from context_ledger.db import connection
+from context_ledger.errors import ValidationFailedError
+from context_ledger.http.models import RequestModel
+from context_ledger.http.principal import current_principal
+from context_ledger.memory import service
+from context_ledger.memory.embedding import memory_embedder
+from context_ledger.memory.model import (
+    AGENT_KEY,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_IMPORTANCE,
+    MAX_CONTENT_CHARS,
+    MAX_METADATA_BYTES,
+    MemoryType,
+)
+from context_ledger.memory.ratelimit import enforce_rate_limit
+from context_ledger.memory.vector_cache import VectorCache
+from context_ledger.settings import get_settings
+
+router = APIRouter(prefix="/api/context", tags=["memory"])
+
+#: The list endpoint's page size: default, and the cap larger values are lowered to.
+LIST_DEFAULT_LIMIT = 50
+LIST_MAX_LIMIT = 200
+RELEVANT_DEFAULT_LIMIT = 5
+MAX_QUERY_CHARS = 8000
+
+Unit = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False, strict=True)]
+Content = Annotated[str, StringConstraints(min_length=1, max_length=MAX_CONTENT_CHARS)]
+AgentKey = Annotated[str, StringConstraints(pattern=AGENT_KEY.pattern)]
+
+
+async def memory_caller(
+    request: Request, caller: Annotated[Principal, Depends(current_principal)]
+) -> Principal:
+    """The verified caller, counted against its rate limit (per API key, or per user and client)."""
+    limit = get_settings().memory_rate_limit_per_minute
+    with connection() as conn:
+        enforce_rate_limit(
+            conn,
+            principal=caller,
+            credential=request.headers.get("authorization", ""),
+            per_minute=limit,
+        )
+    return caller
+
+
+Caller = Annotated[Principal, Depends(memory_caller)]
+
+
+#: One per process: a warm Lambda container keeps the memory vectors it has read.
+_VECTOR_CACHE = VectorCache()
+
+
+def dependencies() -> service.Dependencies:
+    settings = get_settings()
+    return service.Dependencies(
+        settings=settings, embedder=memory_embedder(settings), vector_cache=_VECTOR_CACHE
+    )
+
+
+Deps = Annotated[service.Dependencies, Depends(dependencies)]
+
+
+class MemoryRequest(RequestModel):
+    """Memory bodies use the spec's snake_case names; unknown fields are refused."""
+
+    model_config = ConfigDict(alias_generator=None, populate_by_name=True, extra="forbid")
+
+    @field_validator("content", check_fields=False)
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @field_validator("metadata", check_fields=False)
+    @classmethod
+    def _small_metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # allow_nan=False: Python's JSON parser takes NaN and Infinity, JSON (and jsonb) do not
+        if (
+            len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode())
+            > MAX_METADATA_BYTES
+        ):
+            raise ValueError(f"must be at most {MAX_METADATA_BYTES} bytes of JSON")
+        return value
+
+
+class CreateMemory(MemoryRequest):
+    content: Content
+    type: MemoryType = MemoryType.FACT
+    agent_key: AgentKey | None = None
+    confidence: Unit = DEFAULT_CONFIDENCE
+    importance: Unit = DEFAULT_IMPORTANCE
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ReviewSetting(MemoryRequest):
+    required: Annotated[bool, Field(strict=True)]
+
+
+class PatchMemory(MemoryRequest):
+    """Fields to change; an absent field keeps its value, and ``null`` is not a value."""
+
+    content: Content | None = None
+    type: MemoryType | None = None
+    confidence: Unit | None = None
+    importance: Unit | None = None
+    metadata: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nulls(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            nulls = sorted(name for name, value in data.items() if value is None)
+            if nulls:
+                raise ValueError(f"{', '.join(nulls)}: null is not a value; leave the field out")
+        return data
+
+    def changes(self) -> dict[str, Any]:
+        return self.model_dump(include=self.model_fields_set, mode="json")
+
+
+def _written(written: service.Written, project_id: str, *, created: bool) -> JSONResponse:
+    """The memory as served (201 new, 200 changed), or 202 with the revision awaiting review."""
+    if written.memory is None:
+        pending = {
+            "id": written.memory_id,
+            "project_id": project_id,
+            "revision": written.revision,
+            "state": "pending",
+        }
+        return JSONResponse(pending, status_code=202)
+    return JSONResponse(written.memory.to_wire(), status_code=201 if created else 200)
+
+
+@router.post("/{project_id}", status_code=201)
+def create_memory(project_id: str, body: CreateMemory, caller: Caller, deps: Deps) -> JSONResponse:
+    fields = body.model_dump(include=set(service.REVISION_FIELDS), mode="json")
+    with connection() as conn:
+        written = service.create_memory(
+            conn, caller, project_id, fields=fields, agent_key=body.agent_key, deps=deps
+        )
+    return _written(written, project_id, created=True)
+
+
+@router.put("/{project_id}/review")
+def set_review(project_id: str, body: ReviewSetting, caller: Caller) -> dict:
+    with connection() as conn:
+        service.set_review_required(conn, caller, project_id, required=body.required)
+    return {"project_id": project_id, "review_required": body.required}
+
+
+@router.get("/{project_id}")
+def list_memories(
+    project_id: str,
+    caller: Caller,
+    type: MemoryType | None = None,
+    agent: Annotated[str | None, Query(max_length=128)] = None,
+    q: Annotated[str | None, Query(min_length=1, max_length=MAX_QUERY_CHARS)] = None,
+    limit: Annotated[int, Query(ge=1)] = LIST_DEFAULT_LIMIT,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> dict:
+    with connection() as conn:
+        memories = service.list_memories(
+            conn,
+            caller,
+            project_id,
+            type=type.value if type else None,
+            agent=agent,
+            q=q,
+            limit=min(limit, LIST_MAX_LIMIT),
+            offset=offset,
+        )
+    return {"project_id": project_id, "memories": [m.to_wire() for m in memories]}
+
+
+@router.get("/{project_id}/relevant")
+def relevant_memories(
+    project_id: str,
+    caller: Caller,
+    deps: Deps,
+    query: Annotated[str, Query(max_length=MAX_QUERY_CHARS)] = "",
+    limit: Annotated[int, Query(ge=1)] = RELEVANT_DEFAULT_LIMIT,
+    min_score: Annotated[float | None, Query(ge=0, le=1)] = None,
+    token_budget: Annotated[int | None, Query(ge=1)] = None,
+) -> dict:
+    with connection() as conn:
+        answer = service.relevant_memories(
+            conn,
+            caller,
+            project_id,
+            query=query,
+            limit=limit,
+            min_score=min_score,
+            token_budget=token_budget,
+            deps=deps,
+        )
+    body: dict[str, Any] = {
+        "project_id": project_id,
+        "query": query,
+        "memories": [m.to_wire() for m in answer.memories],
+    }
+    if answer.tokens_used is not None:
+        body["tokens_used"] = answer.tokens_used
+    return body
+
+
+@router.patch("/{project_id}/{memory_id}")
+def update_memory(
+    project_id: str, memory_id: str, body: PatchMemory, caller: Caller, deps: Deps
+) -> JSONResponse:
+    changes = body.changes()
+    if not changes:
+        raise ValidationFailedError("body: name at least one field to change")
+    memory_id = service.parse_memory_id(memory_id)
+    with connection() as conn:
+        written = service.update_memory(
+            conn, caller, project_id, memory_id, changes=changes, deps=deps
+        )
+    return _written(written, project_id, created=False)
+
+
+@router.post("/{project_id}/{memory_id}/revisions/{revision}/accept")
+def accept_revision(
+    project_id: str, memory_id: str, revision: str, caller: Caller, deps: Deps
+) -> dict:
+    memory_id = service.parse_memory_id(memory_id)
+    number = service.parse_revision(revision)
+    with connection() as conn:
+        memory = service.accept_revision(conn, caller, project_id, memory_id, number, deps=deps)
+    return memory.to_wire()
+
+
+@router.delete("/{project_id}/{memory_id}", status_code=204)
+def delete_memory(project_id: str, memory_id: str, caller: Caller) -> Response:
+    memory_id = service.parse_memory_id(memory_id)
+    with connection() as conn:
+        service.delete_memory(conn, caller, project_id, memory_id)
+    return Response(status_code=204)
+
+
+@router.post("/{project_id}/{memory_id}/access")
+def record_access(project_id: str, memory_id: str, caller: Caller) -> dict:
+    memory_id = service.parse_memory_id(memory_id)
+    with connection() as conn:
+        memory = service.record_access(conn, caller, project_id, memory_id)
+    return memory.to_wire()
+
+
+@router.get("/{project_id}/{memory_id}/revisions")
+def memory_revisions(project_id: str, memory_id: str, caller: Caller) -> dict:
+    memory_id = service.parse_memory_id(memory_id)
+    with connection() as conn:
+        revisions = service.memory_revisions(conn, caller, project_id, memory_id)
+    return {"id": memory_id, "revisions": [r.to_wire() for r in revisions]}

@@ -1,0 +1,89 @@
+"""Which embedder the memory API uses, and the one function through which texts reach it.
+
+With an embeddings endpoint configured (``KEYSTONE_CONTEXT_EMBEDDINGS_URL``), memories and queries
+are embedded by it, like the context API's chunks. Without one, /relevant embeds in-process with
+:class:`HashingEmbeddingProvider` (128 dimensions): computed locally, it sends nothing anywhere,
+and it is what the spec's example justifications name. Either way the text goes through the DLP
+gate (:func:`embed_through_gate`), so redaction applies before anything is embedded.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import psycopg
+
+from context_ledger.dlp.gate import open_gate
+from context_ledger.embeddings.client import EmbeddingsClient, get_embeddings_client
+from context_ledger.embeddings.hashing import HashingEmbeddingProvider
+from context_ledger.memory.scoring import unit
+from context_ledger.settings import Settings
+from context_ledger.sources.model import Classification
+
+#: Memory sources are internal: their content may be embedded (after redaction).
+MEMORY_CLASSIFICATION = Classification.INTERNAL
+
+
+class Embedder(Protocol):
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@dataclass(frozen=True)
+class MemoryEmbedder:
+    """An embedder and the name /relevant's justification gives it."""
+
+    embedder: Embedder
+    name: str
+    dimensions: int | None
+    #: the configured endpoint's client (its vectors also serve retrieval), or None
+    client: EmbeddingsClient | None
+
+    def provider(self, dimensions: int) -> str:
+        """What a stored vector records as its provider: vectors of two providers (or two
+        dimensions) are incompatible."""
+        return f"{self.name}/{dimensions}"
+
+    def label(self, dimensions: int | None = None) -> str:
+        dims = dimensions or self.dimensions
+        return f"{self.name}, {dims}d" if dims else self.name
+
+
+def memory_embedder(settings: Settings) -> MemoryEmbedder:
+    """The configured endpoint's client, else the in-process hashing provider."""
+    client = get_embeddings_client() if settings.embeddings_url else None
+    if client is not None:
+        return MemoryEmbedder(
+            embedder=client,
+            name=client.model,
+            dimensions=settings.embeddings_dimensions,
+            client=client,
+        )
+    hashing = HashingEmbeddingProvider()
+    return MemoryEmbedder(
+        embedder=hashing, name=hashing.name, dimensions=hashing.dimensions, client=None
+    )
+
+
+def embed_through_gate(
+    conn: psycopg.Connection,
+    *,
+    org_id: uuid.UUID,
+    embedder: MemoryEmbedder,
+    settings: Settings,
+    text: str,
+    as_query: bool,
+) -> np.ndarray | None:
+    """The unit vector of a memory's content or of a query, as the organisation's DLP gate lets
+    it be embedded; None when the gate sends nothing (the memory then matches no query)."""
+    # The gate takes any object with the client's ``embed``: the hashing provider has it.
+    gate = open_gate(conn, org_id=org_id, client=embedder.embedder, settings=settings)
+    if as_query:
+        vector = gate.embed_query_text(text)
+    else:
+        vectors = gate.embed_source_texts(classification=MEMORY_CLASSIFICATION, texts=[text])
+        vector = vectors[0] if vectors else None
+    return unit(vector) if vector is not None else None

@@ -1,0 +1,521 @@
+"""Use cases of the memory API: write, change, delete, access, list, revisions and /relevant.
+
+Every change is a new revision; the entry's accepted revision is what the list, /relevant and the
+context API's retrieval (through the memory's chunk) serve. A revision is accepted at once, or, in
+a project that requires review, when an admin accepts it. Reading never changes an entry.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from context_ledger.auth.principal import Principal
+from context_ledger.errors import ConflictError, NotFoundError, ValidationFailedError
+from context_ledger.log import logger
+from context_ledger.memory import scoring, store
+from context_ledger.memory.chunks import chunk_path, memory_chunk
+from context_ledger.memory.embedding import MemoryEmbedder, embed_through_gate
+from context_ledger.memory.model import MEMORY_ID, PROJECT_KEY, Memory, Revision, new_memory_id
+from context_ledger.memory.projects import (
+    Project,
+    find_project,
+    find_project_to_propose,
+    project_for_write,
+)
+from context_ledger.memory.vector_cache import VectorCache
+from context_ledger.retrieval.budget import fit_to_budget
+from context_ledger.settings import Settings
+from context_ledger.sources.chunking.tokens import count_tokens
+from context_ledger.spaces.permissions import Permission
+
+#: Fields of a revision (the entry holds the rest: agent, counters, timestamps).
+REVISION_FIELDS = ("type", "content", "confidence", "importance", "metadata")
+_ID_ATTEMPTS = 5
+REVISION_NUMBER = re.compile(r"^[1-9][0-9]{0,8}$")
+
+
+class MemoryNotFoundError(NotFoundError):
+    """No such memory in the project (or it was deleted)."""
+
+    code = "memory.not_found"
+
+    def __init__(self) -> None:
+        super().__init__("memory not found")
+
+
+class RevisionNotFoundError(NotFoundError):
+    """No such revision of the memory."""
+
+    code = "memory.revision.not_found"
+
+    def __init__(self) -> None:
+        super().__init__("revision not found")
+
+
+class RevisionConflictError(ConflictError):
+    """The revision is not pending (already accepted, or superseded)."""
+
+    code = "memory.revision.conflict"
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a write did: the memory as now served, or (``memory`` None) a revision pending
+    review."""
+
+    memory_id: str
+    revision: int
+    memory: Memory | None
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """What the use cases need from outside, injected so tests swap them without patching."""
+
+    settings: Settings
+    embedder: MemoryEmbedder
+    now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    #: one per process in the function (a warm container keeps it); a fresh one by default
+    vector_cache: VectorCache = field(default_factory=VectorCache)
+
+
+@dataclass(frozen=True)
+class RelevantMemory:
+    memory: Memory
+    score: float
+    similarity: float
+    justification: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            **self.memory.to_wire(),
+            "score": round(self.score, 4),
+            "similarity": round(self.similarity, 4),
+            "justification": self.justification,
+        }
+
+
+@dataclass(frozen=True)
+class RelevantAnswer:
+    memories: list[RelevantMemory]
+    tokens_used: int | None = None
+
+
+def _memory(project: Project, row: store.Row) -> Memory:
+    return Memory(
+        id=row["id"],
+        org_id=row["org_id"],
+        project_id=project.key,
+        agent_key=row["agent_key"],
+        type=row["type"],
+        content=row["content"],
+        confidence=row["confidence"],
+        importance=row["importance"],
+        access_count=row["access_count"],
+        last_accessed_at=row["last_accessed_at"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        metadata=row["metadata"],
+    )
+
+
+def _served(conn: psycopg.Connection, project: Project, memory_id: str) -> Memory:
+    rows = store.memories_by_ids(conn, space_id=project.space_id, ids=[memory_id])
+    if not rows:
+        raise MemoryNotFoundError()
+    return _memory(project, rows[0])
+
+
+def _serve(
+    conn: psycopg.Connection,
+    principal: Principal,
+    project: Project,
+    *,
+    memory_id: str,
+    revision: int,
+    fields: dict[str, Any],
+    agent_key: str | None,
+    deps: Dependencies,
+) -> None:
+    """Accept ``revision`` (with these ``fields``): embed it, serve it, make it the chunk."""
+    vector = embed_through_gate(
+        conn,
+        org_id=principal.org_id,
+        embedder=deps.embedder,
+        settings=deps.settings,
+        text=fields["content"],
+        as_query=False,
+    )
+    tokens = count_tokens(fields["content"])
+    store.accept_revision(
+        conn,
+        entry_id=memory_id,
+        revision=revision,
+        importance=fields["importance"],
+        embedding_f32=vector.astype("<f4").tobytes() if vector is not None else None,
+        embedding_provider=deps.embedder.provider(len(vector)) if vector is not None else None,
+        token_count=tokens,
+        accepted_by=principal.user_id,
+    )
+    client = deps.embedder.client
+    chunk = memory_chunk(
+        memory_id=memory_id,
+        revision=revision,
+        memory_type=fields["type"],
+        agent_key=agent_key,
+        content=fields["content"],
+        token_count=tokens,
+        embedding=vector.tolist() if client is not None and vector is not None else None,
+        embedding_model=client.model if client is not None else None,
+    )
+    assert project.source_id is not None  # writers get a source (projects.find_project)
+    store.replace_chunk(conn, source_id=project.source_id, path=chunk_path(memory_id), chunk=chunk)
+
+
+def _propose(
+    conn: psycopg.Connection,
+    principal: Principal,
+    project: Project,
+    *,
+    memory_id: str,
+    revision: int,
+    fields: dict[str, Any],
+    agent_key: str | None,
+    deps: Dependencies,
+) -> Written:
+    """Add ``revision``: served at once, or pending where the project requires review."""
+    store.insert_revision(
+        conn, entry_id=memory_id, revision=revision, fields=fields, author=principal.user_id
+    )
+    if project.review_required:
+        return Written(memory_id=memory_id, revision=revision, memory=None)
+    _serve(
+        conn,
+        principal,
+        project,
+        memory_id=memory_id,
+        revision=revision,
+        fields=fields,
+        agent_key=agent_key,
+        deps=deps,
+    )
+    return Written(memory_id=memory_id, revision=revision, memory=_served(conn, project, memory_id))
+
+
+def create_memory(
+    conn: psycopg.Connection,
+    principal: Principal,
+    key: str,
+    *,
+    fields: dict[str, Any],
+    agent_key: str | None,
+    deps: Dependencies,
+) -> Written:
+    """A new memory (revision 1); the project is created on its first write."""
+    if not PROJECT_KEY.fullmatch(key):
+        raise ValidationFailedError(
+            "project_id: 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    project = project_for_write(conn, principal, key)
+    for _ in range(_ID_ATTEMPTS):
+        memory_id = new_memory_id()
+        if store.insert_entry(
+            conn,
+            entry_id=memory_id,
+            org_id=principal.org_id,
+            space_id=project.space_id,
+            agent_key=agent_key,
+        ):
+            break
+    else:  # five 48-bit collisions in a row: something other than chance
+        raise RuntimeError("could not draw an unused memory id")
+    return _propose(
+        conn,
+        principal,
+        project,
+        memory_id=memory_id,
+        revision=1,
+        fields=fields,
+        agent_key=agent_key,
+        deps=deps,
+    )
+
+
+def update_memory(
+    conn: psycopg.Connection,
+    principal: Principal,
+    key: str,
+    memory_id: str,
+    *,
+    changes: dict[str, Any],
+    deps: Dependencies,
+) -> Written:
+    """A new revision with ``changes`` over the accepted one (no change: no revision)."""
+    project = find_project_to_propose(conn, principal, key)
+    current = store.lock_entry(conn, space_id=project.space_id, entry_id=memory_id)
+    if current is None:
+        raise MemoryNotFoundError()
+    fields = {name: current[name] for name in REVISION_FIELDS}
+    updated = {**fields, **changes}
+    if updated == fields:
+        return Written(
+            memory_id=memory_id,
+            revision=current["accepted_revision"],
+            memory=_served(conn, project, memory_id),
+        )
+    return _propose(
+        conn,
+        principal,
+        project,
+        memory_id=memory_id,
+        revision=current["latest_revision"] + 1,
+        fields=updated,
+        agent_key=current["agent_key"],
+        deps=deps,
+    )
+
+
+def accept_revision(
+    conn: psycopg.Connection,
+    principal: Principal,
+    key: str,
+    memory_id: str,
+    revision: int,
+    *,
+    deps: Dependencies,
+) -> Memory:
+    """Serve a pending revision (an admin's review): older pending ones are superseded."""
+    project = find_project(conn, principal, key, Permission.ADMIN)
+    row = store.revision_for_update(
+        conn, space_id=project.space_id, entry_id=memory_id, revision=revision
+    )
+    if row is None:
+        raise RevisionNotFoundError()
+    if row["state"] != "pending":
+        raise RevisionConflictError(f"revision {revision} is {row['state']}, not pending")
+    _serve(
+        conn,
+        principal,
+        project,
+        memory_id=memory_id,
+        revision=revision,
+        fields={name: row[name] for name in REVISION_FIELDS},
+        agent_key=row["agent_key"],
+        deps=deps,
+    )
+    return _served(conn, project, memory_id)
+
+
+def set_review_required(
+    conn: psycopg.Connection, principal: Principal, key: str, *, required: bool
+) -> None:
+    """Whether new revisions of the project wait for an admin's acceptance (admins decide)."""
+    project = find_project(conn, principal, key, Permission.ADMIN)
+    store.set_review_required(conn, space_id=project.space_id, required=required)
+
+
+def delete_memory(conn: psycopg.Connection, principal: Principal, key: str, memory_id: str) -> None:
+    """Stop serving the memory (its revisions stay, for the evidence that names them)."""
+    project = find_project(conn, principal, key, Permission.ADMIN)
+    if not store.delete_entry(
+        conn, space_id=project.space_id, entry_id=memory_id, user=principal.user_id
+    ):
+        raise MemoryNotFoundError()
+    store.replace_chunk(conn, source_id=project.source_id, path=chunk_path(memory_id), chunk=None)
+
+
+def record_access(
+    conn: psycopg.Connection, principal: Principal, key: str, memory_id: str
+) -> Memory:
+    """Count an explicit use of the memory (the only thing that raises ``access_count``)."""
+    project = find_project(conn, principal, key, Permission.SEARCH)
+    if not store.record_access(conn, space_id=project.space_id, entry_id=memory_id):
+        raise MemoryNotFoundError()
+    return _served(conn, project, memory_id)
+
+
+def list_memories(
+    conn: psycopg.Connection,
+    principal: Principal,
+    key: str,
+    *,
+    type: str | None,
+    agent: str | None,
+    q: str | None,
+    limit: int,
+    offset: int,
+) -> list[Memory]:
+    """Newest first (``created_desc``), filtered by exact type and agent and a substring."""
+    project = find_project(conn, principal, key, Permission.SEARCH)
+    rows = store.list_memories(
+        conn, space_id=project.space_id, type=type, agent=agent, q=q, limit=limit, offset=offset
+    )
+    return [_memory(project, row) for row in rows]
+
+
+def memory_revisions(
+    conn: psycopg.Connection, principal: Principal, key: str, memory_id: str
+) -> list[Revision]:
+    project = find_project(conn, principal, key, Permission.SEARCH)
+    rows = store.revisions(conn, space_id=project.space_id, entry_id=memory_id)
+    if not rows:
+        raise MemoryNotFoundError()
+    return [
+        Revision(
+            revision=row["revision"],
+            state=row["state"],
+            type=row["type"],
+            content=row["content"],
+            confidence=row["confidence"],
+            importance=row["importance"],
+            metadata=row["metadata"],
+            author=row["author_user_id"],
+            created_at=row["created_at"],
+            accepted_at=row["accepted_at"],
+        )
+        for row in rows
+    ]
+
+
+def _justification(similarity: float, *, empty: bool, compatible: bool, label: str) -> str:
+    if empty:
+        return f"empty query: similarity 1.00 for every memory ({label})"
+    if not compatible:
+        return f"incompatible vectors: similarity 0.00 ({label})"
+    return f"semantic similarity {similarity:.2f} ({label})"
+
+
+def _drop_oldest(found: store.Candidates) -> store.Candidates:
+    """The candidates without the oldest one (by creation, then id: the SQL's order)."""
+    oldest = np.lexsort((found.id_number, found.created_at))[0]
+    keep = np.arange(len(found.ids)) != oldest
+    return store.Candidates(
+        **{name: getattr(found, name)[keep] for name in store.Candidates.__dataclass_fields__}
+    )
+
+
+def relevant_memories(
+    conn: psycopg.Connection,
+    principal: Principal,
+    key: str,
+    *,
+    query: str,
+    limit: int,
+    min_score: float | None,
+    token_budget: int | None,
+    deps: Dependencies,
+) -> RelevantAnswer:
+    """The spec's /relevant: every served memory (up to the candidate cap, newest kept) scored,
+    ranked, the first ``limit`` returned. ``min_score`` and ``token_budget`` are opt-in.
+
+    Everything is read in one read-only snapshot: the candidates, the vectors fetched for them
+    and the rows of the answer agree, and the call cannot change anything.
+    """
+    store.read_snapshot(conn)
+    project = find_project(conn, principal, key, Permission.SEARCH)
+    empty = not query.strip()
+    query_vector = None
+    if not empty:
+        query_vector = embed_through_gate(
+            conn,
+            org_id=principal.org_id,
+            embedder=deps.embedder,
+            settings=deps.settings,
+            text=query,
+            as_query=True,
+        )
+    dimensions = len(query_vector) if query_vector is not None else 0
+    provider = deps.embedder.provider(dimensions) if dimensions else None
+    cap = deps.settings.memory_max_candidates
+    found = store.candidates(
+        conn, space_id=project.space_id, limit=cap + 1, provider=provider, dimensions=dimensions
+    )
+    if len(found.ids) > cap:
+        logger.warning(
+            "memory candidates truncated to VENKAI_RETRIEVAL_MAX_CANDIDATES, oldest dropped",
+            extra={"project_space_id": str(project.space_id), "cap": cap},
+        )
+        found = _drop_oldest(found)
+    if empty:
+        similarity = np.ones(len(found.ids))
+        compatible = np.ones(len(found.ids), dtype=bool)
+    elif query_vector is None or provider is None:  # the gate sent nothing: nothing can match
+        similarity = np.zeros(len(found.ids))
+        compatible = np.zeros(len(found.ids), dtype=bool)
+    else:
+
+        def fetch(ids: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+            """The missing vectors: by id when few, else all the candidates' in one scan."""
+            by_id = len(ids) * 2 <= len(found.ids)
+            return store.vectors(
+                conn,
+                space_id=project.space_id,
+                provider=provider,
+                dimensions=dimensions,
+                ids=ids if by_id else None,
+                newest=None if by_id else len(found.ids),
+            )
+
+        vectors, compatible = deps.vector_cache.vectors(
+            (project.space_id, provider),
+            dimensions=dimensions,
+            ids=found.ids.tolist(),
+            updated_at=found.updated_at,
+            compatible=found.compatible,
+            fetch=fetch,
+        )
+        similarity = scoring.similarities(query_vector, vectors, compatible)
+    scores = scoring.score(
+        similarity=similarity,
+        recency=scoring.recency(deps.now().timestamp() - found.updated_at),
+        importance=found.importance,
+        frequency=scoring.frequency(found.access_count),
+    )
+    order = scoring.ranking(scores, found.created_at, found.id_number)
+    if min_score is not None:
+        order = order[scores[order] >= min_score]
+    used = None
+    if token_budget is not None:
+        order, used = fit_to_budget(order, token_budget, lambda i: int(found.token_count[i]))
+        order = order[:limit]
+        used = sum(int(found.token_count[i]) for i in order)
+    top = [int(i) for i in order[:limit]]
+    ids = [str(found.ids[i]) for i in top]
+    rows = {
+        row["id"]: row for row in store.memories_by_ids(conn, space_id=project.space_id, ids=ids)
+    }
+    label = deps.embedder.label(dimensions or None)
+    memories = [
+        RelevantMemory(
+            memory=_memory(project, rows[found.ids[i]]),
+            score=float(scores[i]),
+            similarity=float(similarity[i]),
+            justification=_justification(
+                float(similarity[i]), empty=empty, compatible=bool(compatible[i]), label=label
+            ),
+        )
+        for i in top
+        if found.ids[i] in rows  # deleted since the candidates were read: skip
+    ]
+    return RelevantAnswer(memories=memories, tokens_used=used)
+
+
+def parse_memory_id(raw: str) -> str:
+    """A memory id from a path; anything else is an unknown memory."""
+    if not MEMORY_ID.fullmatch(raw):
+        raise MemoryNotFoundError()
+    return raw
+
+
+def parse_revision(raw: str) -> int:
+    """A revision number from a path; anything but a positive integer is an unknown revision."""
+    if not REVISION_NUMBER.fullmatch(raw):
+        raise RevisionNotFoundError()
+    return int(raw)

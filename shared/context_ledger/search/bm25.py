@@ -1,0 +1,69 @@
+"""BM25 term weights and the choice of matched terms (pure: no I/O).
+
+``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``, Lucene's form of the Robertson-Spärck Jones
+weight: never negative, so a term in most chunks still counts a little instead of pushing the
+chunks holding it down. ``N`` and ``df`` are counted over the searched index versions.
+
+``k1`` and ``b`` are the usual defaults; ``b`` applies to ``length(tsv)``, the number of distinct
+lexemes of a chunk, which is what PostgreSQL stores without reading the positions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+K1 = 1.2
+B = 0.75
+
+#: The text search matches the query's rarest terms until their document frequencies add up to
+#: this many chunks (search/fulltext.py: "Matching").
+MATCH_POSTINGS = 1000
+
+
+@dataclass(frozen=True)
+class TermStats:
+    lexeme: str
+    operand: str  # the lexeme quoted as a tsquery operand
+    chunks: int  # document frequency in the searched versions
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    lexemes: tuple[str, ...]
+    weights: tuple[float, ...]
+    match: tuple[str, ...]
+    average_length: float
+
+
+def idf(document_frequency: int, chunks: int) -> float:
+    return math.log(1 + (chunks - document_frequency + 0.5) / (document_frequency + 0.5))
+
+
+def matched(terms: Sequence[TermStats], postings: int | None = None) -> list[TermStats]:
+    """The rarest terms, in order of document frequency, while their chunks add up to at most
+    ``postings`` (default :data:`MATCH_POSTINGS`): always the rarest one, even above it."""
+    limit = MATCH_POSTINGS if postings is None else postings
+    chosen: list[TermStats] = []
+    total = 0
+    for term in sorted(terms, key=lambda t: (t.chunks, t.lexeme)):
+        if chosen and total + term.chunks > limit:
+            break
+        chosen.append(term)
+        total += term.chunks
+    return chosen
+
+
+def query_terms(terms: Sequence[TermStats], *, chunks: int, lexemes: int) -> QueryTerms:
+    """Weights of the query's terms found in the searched versions (``chunks`` chunks holding
+    ``lexemes`` distinct lexemes in all), and the operands the text search matches."""
+    present = [t for t in terms if t.chunks > 0]
+    if not present or chunks < 1:
+        return QueryTerms((), (), (), 1.0)
+    return QueryTerms(
+        lexemes=tuple(t.lexeme for t in present),
+        weights=tuple(idf(t.chunks, chunks) for t in present),
+        match=tuple(t.operand for t in matched(present)),
+        average_length=max(lexemes / chunks, 1.0),
+    )

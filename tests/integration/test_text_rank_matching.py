@@ -1,0 +1,98 @@
+"""The text search matches the query's rarest terms and ranks by BM25 over all of them; a chunk
+holding only common terms keeps its rank when the vector search brings it in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
+from context_ledger.db import connection
+from context_ledger.embeddings.client import EmbeddingsClient
+from context_ledger.local.embeddings_server import serve_embeddings
+from context_ledger.search import bm25
+from context_ledger.search.candidates import find_candidates
+from context_ledger.settings import SearchBackend
+from context_ledger.sources import service
+from context_ledger.sources.model import Classification, Document, SourceKind
+from context_ledger.spaces.service import create_organisation
+
+# "refund" is in four chunks, "chargeback" in one.
+DOCS = [
+    *(Document(f"refund-{i}.md", f"Refund rule {i}: a refund needs a receipt.") for i in range(4)),
+    Document("chargeback.md", "A chargeback is a refund the card issuer forces."),
+]
+
+
+@pytest.fixture
+def embedder() -> Iterator[EmbeddingsClient]:
+    with serve_embeddings(dims=64) as server:
+        yield EmbeddingsClient(server.url, "hashing-64", dimensions=64)
+
+
+@pytest.fixture
+def searched(db, embedder):
+    with connection() as conn:
+        org = create_organisation(conn, name="Acme")
+        admin = Principal(
+            org_id=org.id, user_id="root", client_id="t", scopes=frozenset({SCOPE_CONTEXT_ADMIN})
+        )
+        source = service.create_source(
+            conn,
+            admin,
+            space_id=org.space_id,
+            kind=SourceKind.DOCS,
+            name="docs",
+            classification=Classification.INTERNAL,
+        )
+        service.index_snapshot(conn, admin, source["id"], DOCS, embedder=embedder)
+        paths = {r["id"]: r["path"] for r in conn.execute("SELECT id, path FROM chunks")}
+    return org, source["id"], paths
+
+
+def search(org, source_id, query: str, vector=None):
+    with connection() as conn:
+        return find_candidates(
+            conn,
+            org_id=org.id,
+            source_ids=[source_id],
+            query=query,
+            query_vector=vector,
+            backend=SearchBackend.EXACT,
+        )
+
+
+def test_only_chunks_holding_the_rarest_terms_are_matched(searched, monkeypatch) -> None:
+    org, source_id, paths = searched
+    monkeypatch.setattr(bm25, "MATCH_POSTINGS", 1)  # room for "chargeback" (1 chunk) only
+
+    found = search(org, source_id, "refund chargeback")
+
+    assert [paths[c.chunk_id] for c in found] == ["chargeback.md"]
+    assert found[0].text_score == 1.0
+
+
+def test_with_room_for_every_term_all_chunks_holding_one_are_matched(searched) -> None:
+    org, source_id, paths = searched
+
+    found = search(org, source_id, "refund chargeback")
+
+    assert {paths[c.chunk_id] for c in found} == set(paths.values())
+    best = max(found, key=lambda c: c.text_score)
+    assert paths[best.chunk_id] == "chargeback.md"  # the rare term weighs most
+
+
+def test_a_vector_hit_holding_only_unmatched_terms_gets_its_bm25_rank(
+    searched, embedder, monkeypatch
+) -> None:
+    org, source_id, paths = searched
+    monkeypatch.setattr(bm25, "MATCH_POSTINGS", 1)
+    vector = embedder.embed([DOCS[0].content])[0]
+
+    found = {paths[c.chunk_id]: c for c in search(org, source_id, "refund chargeback", vector)}
+
+    refund = found["refund-0.md"]
+    assert refund.found_by_vector
+    assert not refund.found_by_text
+    assert 0 < refund.text_score < 1

@@ -1,0 +1,118 @@
+"""Each built-in detector finds its kind and leaves look-alikes (decoys) alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from context_ledger.dlp.detectors.checksums import iban_valid, luhn_valid, nir_valid
+from context_ledger.dlp.redaction import Redactor
+
+REDACTOR = Redactor()
+
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    "MIIEowIBAAKCAQEA7bq6XnKcC2rJ0u8d3z9Lr4PZ0aB1c2D3e4F5g6H7i8J9k0L1\n"
+    "m2N3o4P5q6R7s8T9u0V1w2X3y4Z5a6B7c8D9e0F1g2H3i4J5k6L7m8N9o0P1q2R3\n"
+    "-----END RSA PRIVATE KEY-----"
+)
+
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+
+FOUND = [
+    ("aws_access_key", "key AKIAIOSFODNN7EXAMPLE here", "AKIAIOSFODNN7EXAMPLE"),
+    (
+        "aws_secret_key",
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ),
+    ("private_key", f"key:\n{PEM}\ndone", PEM),
+    (
+        "jwt",
+        "Bearer " + JWT,
+        JWT,
+    ),
+    ("github_token", "GH=ghp_" + "aB3" * 12, "ghp_" + "aB3" * 12),
+    ("slack_token", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", None),
+    ("stripe_key", "sk_live_4eC39HqLyjWDarjtT1zdp7dc", None),
+    ("google_api_key", "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", None),
+    ("openai_key", "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z", None),
+    ("ctxl_api_key", "ctxl_" + "Zq9_xY8-wV7" * 4, None),
+    ("password_in_url", "postgres://app:s3cr3t@db:5432/x", "s3cr3t"),
+    ("password", 'password = "hunter2"', "hunter2"),
+    ("password", "DB_PASSWORD=correct-horse", "correct-horse"),
+    ("password", "PGPASSWORD=s3cretpass psql -h db", "s3cretpass"),
+    ("password", "why does DB_PASSWORD=correct-horse835 fail?", "correct-horse835"),
+    ("secret", "export API_TOKEN=abc123def456 && ./run", "abc123def456"),
+    ("password", '{"password": "p@ss w0rd"}', "p@ss w0rd"),
+    ("secret", 'client_secret: "9f8e7d6c5b4a3210fedcba98"', "9f8e7d6c5b4a3210fedcba98"),
+    ("auth_header", "Authorization: Bearer abcdef0123456789xyz", "abcdef0123456789xyz"),
+    ("high_entropy", 'x = "Zx9kQ2mPq7Lr4tVb8nWc3yHd"', "Zx9kQ2mPq7Lr4tVb8nWc3yHd"),
+    ("email", "mail john.doe+x@example.co.uk today", "john.doe+x@example.co.uk"),
+    ("email", "https://app.example.com/invite?to=ann@example.org", "ann@example.org"),
+    ("phone", "call +1 415 555 2671.", "+1 415 555 2671"),
+    ("phone", "call (415) 555-2671", "(415) 555-2671"),
+    ("phone", "ring 020 7946 0958", "020 7946 0958"),
+    ("phone", "appelez 01 23 45 67 89", "01 23 45 67 89"),
+    ("payment_card", "card 4111 1111 1111 1111 exp", "4111 1111 1111 1111"),
+    ("payment_card", "amex 378282246310005", "378282246310005"),
+    ("iban", "IBAN DE89 3704 0044 0532 0130 00.", "DE89 3704 0044 0532 0130 00"),
+    ("iban", "GB82WEST12345698765432", "GB82WEST12345698765432"),
+    ("us_ssn", "SSN 536-22-1234", "536-22-1234"),
+    ("uk_nino", "NI AB 12 34 56 C", "AB 12 34 56 C"),
+    ("fr_nir", "NIR 1 84 12 76 451 089 46", "1 84 12 76 451 089 46"),
+    ("es_dni", "DNI 12345678Z", "12345678Z"),
+]
+
+DECOYS = [
+    "commit 3f786850e387550fdab836ed7e6dc881de23001b fixed it",
+    "id 123e4567-e89b-12d3-a456-426614174000",
+    "version 1.2.3 released 2024-01-15 at 10:30:00 from 192.168.1.10",
+    "timestamp 1700000000000 and order 4111111111111112",
+    "integrity sha512-Zx9kQ2mPq7Lr4tVb8nWc3yHdZx9kQ2mPq7Lr4tVb8nWc3yHd==",
+    "password = os.environ['DB_PASSWORD']",
+    "password: ${DB_PASSWORD}",
+    "def login(password: str) -> None: check(password=password)",
+    "password_hash = hash_password(raw)",
+    "password=get_pw() is called first",
+    "password = hunter2 is the classic example",
+    "pip install scikit-learn  # see sk-learn-compatible-estimators",
+    "git clone git@github.com:acme/repo.git and icon@2x.png",
+    "from dataclasses import dataclass\n@dataclass\nclass A: ...",
+    "class MD5OfMessageAttributesHandlerFactory2: pass",
+    "see /api/v1/context/spaces/Spaces2Handler for details",
+    "ssn 000-12-3456 and 666-12-3456 are never issued",
+    "iban DE00 3704 0044 0532 0130 00 has a bad check",
+    "token = create_token(user)",
+    "max_tokens: 4096",
+    "send `Authorization: Bearer ctxl_...` with every call",
+    "https://user@example.com/path and https://example.com/a:b@c",
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), FOUND)
+def test_detector_finds_its_kind(kind: str, text: str, secret: str | None) -> None:
+    expected = secret or text
+    findings = REDACTOR.find(text)
+    assert [(text[f.start : f.end], f.kind) for f in findings] == [(expected, kind)]
+
+
+@pytest.mark.parametrize("text", DECOYS)
+def test_decoy_is_not_flagged(text: str) -> None:
+    assert REDACTOR.find(text) == []
+
+
+def test_luhn_and_iban_and_nir_checks() -> None:
+    assert luhn_valid("4111111111111111")
+    assert not luhn_valid("4111111111111112")
+    assert iban_valid("DE89370400440532013000")
+    assert not iban_valid("DE89370400440532013001")
+    assert not iban_valid("XX89370400440532013000")
+    assert nir_valid("184127645108946")
+    assert not nir_valid("184127645108947")
+
+
+def test_pem_block_cut_by_a_chunk_boundary_is_still_redacted() -> None:
+    head = PEM.rsplit("\n", 1)[0]  # no END line
+    tail = PEM.split("\n", 1)[1]  # no BEGIN line
+    assert REDACTOR.redact(head).text == "[REDACTED:private_key]"
+    assert REDACTOR.redact(tail).text == "[REDACTED:private_key]"

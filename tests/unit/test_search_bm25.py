@@ -1,0 +1,53 @@
+"""BM25 term weights and the terms the text search matches."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from context_ledger.search.bm25 import TermStats, idf, matched, query_terms
+
+
+def term(lexeme: str, chunks: int) -> TermStats:
+    return TermStats(lexeme, f"'{lexeme}'", chunks)
+
+
+def test_a_rarer_term_weighs_more_and_no_term_weighs_less_than_zero() -> None:
+    assert idf(1, 1000) > idf(10, 1000) > idf(900, 1000) > 0
+    assert idf(1000, 1000) == pytest.approx(math.log(1 + 0.5 / 1000.5))
+
+
+def test_matching_takes_the_rarest_terms_while_their_chunks_stay_within_the_limit() -> None:
+    terms = [term("common", 40_000), term("rare", 30), term("mid", 3_000), term("other", 2_000)]
+
+    within = matched(terms, postings=5_030)
+    over = matched(terms, postings=5_029)
+
+    # rare (30) + other (2,000) + mid (3,000) = 5,030 chunks; common would go far over.
+    assert [t.lexeme for t in within] == ["rare", "other", "mid"]
+    assert [t.lexeme for t in over] == ["rare", "other"]
+
+
+def test_matching_always_keeps_the_rarest_term_even_when_it_alone_is_over_the_limit() -> None:
+    chosen = matched([term("the", 90_000), term("study", 60_000)], postings=5_000)
+
+    assert [t.lexeme for t in chosen] == ["study"]
+
+
+def test_query_terms_weigh_each_term_and_average_the_chunk_length() -> None:
+    terms = query_terms([term("refund", 2), term("policy", 8)], chunks=10, lexemes=250)
+
+    assert terms.lexemes == ("refund", "policy")
+    assert terms.weights == (idf(2, 10), idf(8, 10))
+    assert terms.match == ("'refund'", "'policy'")
+    assert terms.average_length == 25.0
+
+
+@pytest.mark.parametrize(
+    ("terms", "chunks"), [([], 10), ([term("refund", 0)], 10), ([term("refund", 1)], 0)]
+)
+def test_no_term_in_the_searched_chunks_gives_no_terms(terms, chunks) -> None:
+    found = query_terms(terms, chunks=chunks, lexemes=100)
+
+    assert (found.lexemes, found.weights, found.match) == ((), (), ())

@@ -25,9 +25,13 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "context-ledger-tests")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 
+from api_support import TEMPLATE, runtime_env
+
+from context_ledger.auth.local_keys import LocalKeys, ensure_local_keys
 from context_ledger.db import close_pool
 from context_ledger.db.migrate import migrate
 from context_ledger.local.postgres import ensure_database, start_embedded
+from context_ledger.local.runtime import LocalRuntime
 from context_ledger.settings import get_settings
 
 
@@ -122,3 +126,21 @@ def sqs_endpoint() -> Iterator[str]:
             os.environ.pop("AWS_ENDPOINT_URL_SQS", None)
         else:
             os.environ["AWS_ENDPOINT_URL_SQS"] = previous
+
+
+@pytest.fixture(scope="session")
+def local_keys(tmp_path_factory: pytest.TempPathFactory) -> LocalKeys:
+    """The session's signing keys and JWKS file (tokens in every suite are signed with them)."""
+    return ensure_local_keys(tmp_path_factory.mktemp("home"))
+
+
+@pytest.fixture(scope="session")
+def runtime(database_url: str, sqs_endpoint: str, local_keys: LocalKeys) -> Iterator[LocalRuntime]:
+    """The local runtime over the test database: template.yaml served on loopback.
+
+    One per session for the API and security suites: all functions share this process's
+    environment, so a second runtime with other keys would confuse the first one's authorizer.
+    """
+    env = runtime_env(database_url, local_keys)
+    with LocalRuntime(TEMPLATE, port=0, env=env, sqs_endpoint=sqs_endpoint) as running:
+        yield running

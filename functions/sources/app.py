@@ -1,9 +1,8 @@
 """SourcesFunction: sources of a space and their index builds."""
 
-from context_ledger.http.app import create_app
+from context_ledger.http.api import function_app
 from context_ledger.http.lambda_handler import lambda_handler
-from context_ledger.http.sources import MAX_BODY_BYTES, router
 from context_ledger.settings import get_settings
 
 get_settings()  # invalid configuration fails the cold start, naming the variable
-handler = lambda_handler(create_app(router, max_body_bytes=MAX_BODY_BYTES))
+handler = lambda_handler(function_app("sources"))

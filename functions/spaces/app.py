@@ -1,9 +1,8 @@
 """SpacesFunction: /api/v1/context/spaces (create, list, read, grants)."""
 
-from context_ledger.http.app import create_app
+from context_ledger.http.api import function_app
 from context_ledger.http.lambda_handler import lambda_handler
-from context_ledger.http.spaces import router
 from context_ledger.settings import get_settings
 
 get_settings()  # invalid configuration fails the cold start, naming the variable
-handler = lambda_handler(create_app(router))
+handler = lambda_handler(function_app("spaces"))

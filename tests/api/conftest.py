@@ -1,5 +1,6 @@
 """The HTTP contract through the real path: loopback HTTP → local API Gateway → authorizer →
-the same handlers Lambda runs, as declared in template.yaml."""
+the same handlers Lambda runs, as declared in template.yaml (the session's ``runtime`` and
+``local_keys`` are in tests/conftest.py, shared with the security suite)."""
 
 from __future__ import annotations
 
@@ -7,26 +8,13 @@ from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
-from api_support import TEMPLATE, runtime_env
 
-from context_ledger.auth.local_keys import LocalKeys, ensure_local_keys, issue_token
+from context_ledger.auth.local_keys import LocalKeys, issue_token
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
 from context_ledger.db import connection
 from context_ledger.local.runtime import LocalRuntime
 from context_ledger.settings import get_settings
 from context_ledger.spaces.service import Organisation, create_organisation
-
-
-@pytest.fixture(scope="session")
-def local_keys(tmp_path_factory: pytest.TempPathFactory) -> LocalKeys:
-    return ensure_local_keys(tmp_path_factory.mktemp("home"))
-
-
-@pytest.fixture(scope="session")
-def runtime(database_url: str, sqs_endpoint: str, local_keys: LocalKeys) -> Iterator[LocalRuntime]:
-    env = runtime_env(database_url, local_keys)
-    with LocalRuntime(TEMPLATE, port=0, env=env, sqs_endpoint=sqs_endpoint) as running:
-        yield running
 
 
 @pytest.fixture

@@ -30,7 +30,6 @@ Uses DATABASE_URL when set (on a scratch database it creates and drops), else em
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -40,33 +39,15 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import psycopg
+from bench_support import LambdaFunction, load_function
 from psycopg.rows import dict_row
 
 REPO = Path(__file__).resolve().parents[1]
-HANDLER_FILE = REPO / "functions" / "attribution_writer" / "app.py"
 BATCH = 10
 QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:bench-attributions"
-CONTEXT = SimpleNamespace(
-    function_name="AttributionWriterFunction",
-    memory_limit_in_mb="1024",
-    invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:AttributionWriterFunction",
-    aws_request_id="00000000-0000-4000-8000-00000000be01",
-)
-
-Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
-
-
-def load_handler() -> Handler:
-    spec = importlib.util.spec_from_file_location("attribution_writer_bench", HANDLER_FILE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.handler
 
 
 def attribution_event(org_id: uuid.UUID, n: int) -> dict[str, Any]:
@@ -122,14 +103,14 @@ def new_org(url: str, name: str) -> uuid.UUID:
         ).fetchone()[0]
 
 
-def run_handler(handler: Handler, batches: list[dict[str, Any]]) -> None:
+def run_handler(handler: LambdaFunction, batches: list[dict[str, Any]]) -> None:
     for batch in batches:
-        answer = handler(batch, CONTEXT)
+        answer = handler(batch)
         if answer["batchItemFailures"]:
             raise RuntimeError(f"the writer failed {answer['batchItemFailures']}")
 
 
-def time_handler(handler: Handler, per_thread: list[list[dict[str, Any]]]) -> float:
+def time_handler(handler: LambdaFunction, per_thread: list[list[dict[str, Any]]]) -> float:
     errors: list[BaseException] = []
 
     def work(batches: list[dict[str, Any]]) -> None:
@@ -255,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         from context_ledger.settings import get_settings
 
         get_settings.cache_clear()
-        handler = load_handler()
+        handler = load_function("AttributionWriterFunction")
         run_handler(handler, sqs_batches([attribution_event(new_org(url, "warm"), 0)]))
 
         appends: list[tuple[str, float]] = []

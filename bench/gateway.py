@@ -32,7 +32,6 @@ Uses DATABASE_URL when set (on a scratch database it creates and drops), else em
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import logging
 import os
@@ -43,49 +42,18 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+from bench_support import load_function
 
 REPO = Path(__file__).resolve().parents[1]
-HANDLER_FILE = REPO / "functions" / "model_gateway" / "app.py"
 ROUTE_KEY = "POST /api/v1/models/chat/completions"
 WARMUP = 10
 CHAT = {"model": "echo-1", "messages": [{"role": "user", "content": "How are refunds authorised?"}]}
 STREAM = {**CHAT, "stream": True, "stream_options": {"include_usage": True}}
-
-Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
-
-
-@dataclass
-class FakeLambdaContext:
-    """What the Python Lambda runtime passes as the handler's second argument."""
-
-    function_name: str = "ModelGatewayFunction"
-    function_version: str = "$LATEST"
-    memory_limit_in_mb: str = "1024"
-    invoked_function_arn: str = (
-        "arn:aws:lambda:us-east-1:123456789012:function:ModelGatewayFunction"
-    )
-    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    log_group_name: str = "/aws/lambda/ModelGatewayFunction"
-    log_stream_name: str = "bench"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 29_000
-
-
-def load_handler() -> Handler:
-    """Import functions/model_gateway/app.py by file path, as the local runtime does."""
-    spec = importlib.util.spec_from_file_location("_context_ledger_bench_gateway", HANDLER_FILE)
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot import {HANDLER_FILE}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module.handler
 
 
 def gateway_event(caller: Any, body: bytes, context_request_id: str | None) -> dict[str, Any]:
@@ -212,7 +180,7 @@ def run(calls: int, report: Callable[[str], None]) -> list[Row]:
         )
         with connection() as conn:
             write_attribution(conn, event=event, keys=get_key_ring())
-        handler = load_handler()
+        handler = load_function("ModelGatewayFunction")
         silence_log_output()
         rows = []
         for case, document, context_request_id in [
@@ -231,9 +199,7 @@ def run(calls: int, report: Callable[[str], None]) -> list[Row]:
                 response.raise_for_status()
 
             def gateway(body: bytes = body, context_request_id: str | None = context_request_id):
-                answer = handler(
-                    gateway_event(caller, body, context_request_id), FakeLambdaContext()
-                )
+                answer = handler(gateway_event(caller, body, context_request_id))
                 if answer["statusCode"] != 200:
                     raise RuntimeError(f"gateway answered {answer['statusCode']}: {answer}")
                 if context_request_id and "linked" not in json.dumps(answer):

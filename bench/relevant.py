@@ -41,7 +41,6 @@ Uses DATABASE_URL when set (on a scratch database it creates and drops), else em
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import random
@@ -51,19 +50,19 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import psycopg
+from bench_support import LambdaFunction, load_function
 from psycopg.rows import dict_row
 from tqdm import tqdm
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "scifact"
-HANDLER_FILE = REPO / "functions" / "memory" / "app.py"
 ROUTE_KEY = "GET /api/context/{project_id}/relevant"
 PROJECT = "scifact-memories"
 SEED = 20261129
@@ -73,8 +72,6 @@ TARGET_P95_MS = 200.0
 TARGET_SIZE = 10_000
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
 TYPES = ("decision", "constraint", "fact", "preference", "todo", "note")
-
-Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
 # --- data ---------------------------------------------------------------------------------------
@@ -233,31 +230,6 @@ def load_memories(
 # --- the handler --------------------------------------------------------------------------------
 
 
-@dataclass
-class FakeLambdaContext:
-    function_name: str = "MemoryFunction"
-    function_version: str = "$LATEST"
-    memory_limit_in_mb: str = "1024"
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:MemoryFunction"
-    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    log_group_name: str = "/aws/lambda/MemoryFunction"
-    log_stream_name: str = "bench"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 29_000
-
-
-def load_handler() -> Handler:
-    """Import functions/memory/app.py by file path, as the local runtime does."""
-    spec = importlib.util.spec_from_file_location("_context_ledger_bench_memory", HANDLER_FILE)
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot import {HANDLER_FILE}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module.handler
-
-
 def relevant_event(fixture: Fixture, query: str) -> dict[str, Any]:
     from context_ledger.local.events import ApiInfo, HttpRequest, Stamp, http_event
 
@@ -282,14 +254,14 @@ def relevant_event(fixture: Fixture, query: str) -> dict[str, Any]:
     )
 
 
-def call_handler(handler: Handler, event: dict[str, Any], *, cold: bool = False) -> float:
+def call_handler(handler: LambdaFunction, event: dict[str, Any], *, cold: bool = False) -> float:
     """Seconds one call takes (``cold``: the function's vector cache emptied first)."""
     if cold:
         from context_ledger.http.memory import _VECTOR_CACHE
 
         _VECTOR_CACHE.clear()
     started = time.perf_counter()
-    response = handler(event, FakeLambdaContext())
+    response = handler(event)
     seconds = time.perf_counter() - started
     if response.get("statusCode") != 200:
         raise RuntimeError(f"/relevant answered {response.get('statusCode')}: {response['body']}")
@@ -371,7 +343,13 @@ HEADER = (
 
 
 def measure(
-    url: str, handler: Handler, fixture: Fixture, queries: Sequence[str], *, size: int, mode: str
+    url: str,
+    handler: LambdaFunction,
+    fixture: Fixture,
+    queries: Sequence[str],
+    *,
+    size: int,
+    mode: str,
 ) -> Row:
     """Warm up, then time each query through the handler and the bare SQL, alternating which
     goes first so neither always finds the other's pages freshly cached."""
@@ -408,7 +386,7 @@ def run(args: argparse.Namespace, url: str, report: Callable[[str], None]) -> li
     queries = load_queries(args.queries_file, args.queries + WARMUP)
     rng = random.Random(SEED)
     fixture = create_fixture(texts[0])
-    handler = load_handler()
+    handler = load_function("MemoryFunction")
     rows = []
     loaded = 1
     for size in sorted(args.sizes):

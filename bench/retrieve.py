@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import json
 import os
 import random
@@ -64,17 +63,17 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import psycopg
+from bench_support import LambdaFunction, load_function
 from psycopg import sql
 from tqdm import tqdm
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "scifact"
-HANDLER_FILE = REPO / "functions" / "retrieve" / "app.py"
 ROUTE_KEY = "POST /api/v1/context/retrieve"
 SEED = 20260101
 WARMUP = 5
@@ -85,8 +84,6 @@ TARGET_PGVECTOR_CHUNKS = 100_000
 BUILD_MAINTENANCE_WORK_MEM = "1GB"
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
 WINDOWS = (1, 2, 3, 4)
-
-Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
 # --- data ---------------------------------------------------------------------------------------
@@ -363,33 +360,6 @@ def configure(*, backend: str, embeddings_url: str | None, dims: int) -> None:
 # --- the handler --------------------------------------------------------------------------------
 
 
-@dataclass
-class FakeLambdaContext:
-    """What the Python Lambda runtime passes as the handler's second argument."""
-
-    function_name: str = "RetrieveFunction"
-    function_version: str = "$LATEST"
-    memory_limit_in_mb: str = "1024"
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:RetrieveFunction"
-    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    log_group_name: str = "/aws/lambda/RetrieveFunction"
-    log_stream_name: str = "bench"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 29_000
-
-
-def load_handler() -> Handler:
-    """Import functions/retrieve/app.py by file path, as the local runtime does."""
-    spec = importlib.util.spec_from_file_location("_context_ledger_bench_retrieve", HANDLER_FILE)
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot import {HANDLER_FILE}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module.handler
-
-
 def retrieve_event(fixture: Fixture, query: str) -> dict[str, Any]:
     """A payload 2.0 event for ``POST /api/v1/context/retrieve`` with the authorizer context."""
     from context_ledger.local.events import ApiInfo, HttpRequest, Stamp, http_event
@@ -424,15 +394,17 @@ def retrieve_event(fixture: Fixture, query: str) -> dict[str, Any]:
     )
 
 
-def call_handler(handler: Handler, event: dict[str, Any], queues: AttributionQueues) -> float:
+def call_handler(
+    handler: LambdaFunction, event: dict[str, Any], queues: AttributionQueues
+) -> float:
     """Seconds one call takes, the search cache cleared first; raises unless it answered 200."""
     from context_ledger.http.retrieve import _CACHE
 
     _CACHE.clear()
     queues.next_message()
-    context = FakeLambdaContext()
+    context = handler.context()
     started = time.perf_counter()
-    response = handler(event, context)
+    response = handler.handler(event, context)
     seconds = time.perf_counter() - started
     if response.get("statusCode") != 200:
         raise RuntimeError(
@@ -587,7 +559,7 @@ class Workload:
 
 def measure(
     url: str,
-    handler: Handler,
+    handler: LambdaFunction,
     workload: Workload,
     queues: AttributionQueues,
     *,
@@ -726,7 +698,7 @@ def run(args: argparse.Namespace, url: str, report: Callable[[str], None]) -> li
     with sqs_server() as queues, serve_embeddings(dims=args.dims) as server:
         shipped_handler = with_tcp_nodelay(server)
         configure(backend="exact", embeddings_url=server.url, dims=args.dims)
-        handler = load_handler()
+        handler = load_function("RetrieveFunction")
         for size in sorted(args.sizes):
             started = time.perf_counter()
             drop_vector_index(url, args.dims)

@@ -25,7 +25,7 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "context-ledger-tests")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 
-from api_support import TEMPLATE, runtime_env
+from api_support import TEMPLATE, empty_database, runtime_env
 
 from context_ledger.auth.local_keys import LocalKeys, ensure_local_keys
 from context_ledger.db import close_pool
@@ -81,27 +81,7 @@ def database_url(pg_server_uri: str) -> Iterator[str]:
 def db(database_url: str) -> Iterator[str]:
     """A migrated database emptied after the test (every table but schema_migrations)."""
     yield database_url
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        tables = [
-            row[0]
-            for row in conn.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
-                " AND tablename <> 'schema_migrations'"
-            )
-        ]
-        truncate = psycopg.sql.SQL("TRUNCATE {} CASCADE").format(
-            psycopg.sql.SQL(", ").join(psycopg.sql.Identifier(t) for t in tables)
-        )
-        # The local runtime's queue poller may still be appending a test's attribution records;
-        # its row locks can deadlock with TRUNCATE's table locks. PostgreSQL aborts one side;
-        # the writer's message is redelivered, and the cleanup simply tries again.
-        for attempt in range(5):
-            try:
-                conn.execute(truncate)
-                break
-            except psycopg.errors.DeadlockDetected:
-                if attempt == 4:
-                    raise
+    empty_database(database_url)
 
 
 @pytest.fixture(scope="session")

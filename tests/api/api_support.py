@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 
 import httpx
+import psycopg
+import psycopg.sql
 import pytest
 
 from context_ledger.auth.local_keys import LocalKeys
@@ -65,3 +67,29 @@ def attribution_row(attribution_id: str, timeout: float = 15.0) -> dict | None:
             return row
         time.sleep(0.2)
     return None
+
+
+def empty_database(database_url: str) -> None:
+    """Truncate every table but schema_migrations (the ``db`` fixture's cleanup after each test,
+    and the security suite's after each module)."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+                " AND tablename <> 'schema_migrations'"
+            )
+        ]
+        truncate = psycopg.sql.SQL("TRUNCATE {} CASCADE").format(
+            psycopg.sql.SQL(", ").join(psycopg.sql.Identifier(t) for t in tables)
+        )
+        # The local runtime's queue poller may still be appending a test's attribution records;
+        # its row locks can deadlock with TRUNCATE's table locks. PostgreSQL aborts one side;
+        # the writer's message is redelivered, and the cleanup simply tries again.
+        for attempt in range(5):
+            try:
+                conn.execute(truncate)
+                return
+            except psycopg.errors.DeadlockDetected:
+                if attempt == 4:
+                    raise

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from security_support import World, build_world, empty_database, token_maker
+from api_support import empty_database
+from security_support import World, build_world, token_maker
 
 from context_ledger.auth.local_keys import LocalKeys, ensure_local_keys
 from context_ledger.local.provider_server import serve_provider

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 import yaml
 from api_support import bearer, wait_for_attribution
 
@@ -349,26 +348,3 @@ def _error_code(response: httpx.Response) -> str | None:
         return body["error"]["code"]
     except (KeyError, TypeError):
         return None
-
-
-def empty_database(database_url: str) -> None:
-    """Truncate every table but schema_migrations (what tests/conftest.py's ``db`` does per test;
-    the matrix keeps one world per module)."""
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        tables = [
-            row[0]
-            for row in conn.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
-                " AND tablename <> 'schema_migrations'"
-            )
-        ]
-        truncate = psycopg.sql.SQL("TRUNCATE {} CASCADE").format(
-            psycopg.sql.SQL(", ").join(psycopg.sql.Identifier(t) for t in tables)
-        )
-        for attempt in range(5):
-            try:
-                conn.execute(truncate)
-                return
-            except psycopg.errors.DeadlockDetected:
-                if attempt == 4:
-                    raise

@@ -35,6 +35,7 @@ from context_ledger.embeddings.wire import (
     error_body,
     respond,
 )
+from context_ledger.local.serving import serving_in_background
 
 __all__ = [
     "InputError",
@@ -174,17 +175,8 @@ def serve_embeddings(
     """
     service = service if service is not None else HashingService(dims)
     server = StandInEmbeddingsServer(port, service=service, api_key=api_key)
-    # A short poll interval makes shutdown quick: tests start and stop servers often.
-    thread = threading.Thread(
-        target=server.serve_forever, args=(0.05,), name="embeddings-stand-in", daemon=True
-    )
-    thread.start()
-    try:
+    with serving_in_background(server, name="embeddings-stand-in"):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def main(argv: list[str] | None = None) -> int:

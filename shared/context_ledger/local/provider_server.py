@@ -32,6 +32,7 @@ from typing import Any
 
 from context_ledger.embeddings.hashing import DEFAULT_DIMENSIONS
 from context_ledger.local.embeddings_server import InputError, embeddings_response, error_body
+from context_ledger.local.serving import serving_in_background
 
 DEFAULT_PORT = 8090
 CHAT = "/v1/chat/completions"
@@ -251,16 +252,8 @@ class _Handler(BaseHTTPRequestHandler):
 def serve_provider(port: int = 0, *, api_key: str | None = None) -> Iterator[StandInProviderServer]:
     """Run the stand-in provider on ``127.0.0.1:port`` (0 picks a free port) while in the block."""
     server = StandInProviderServer(port, api_key=api_key)
-    thread = threading.Thread(
-        target=server.serve_forever, args=(0.05,), name="provider-stand-in", daemon=True
-    )
-    thread.start()
-    try:
+    with serving_in_background(server, name="provider-stand-in"):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,43 @@
+"""What the benchmarks share: a function of template.yaml loaded and called as Lambda does.
+
+The handler is imported by the local runtime's own invoker (the function's CodeUri, its layer on
+``sys.path``), and each call gets a fresh Lambda context object, so a benchmark measures the code
+the template deploys, through its real entry point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from context_ledger.local.invoker import Invoker, LambdaContext
+from context_ledger.local.template import Function, read_template
+
+TEMPLATE = Path(__file__).resolve().parents[1] / "template.yaml"
+REGION = "us-east-1"
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class LambdaFunction:
+    """One template function: its handler object and a context per invocation."""
+
+    function: Function
+    handler: Handler
+
+    def context(self) -> LambdaContext:
+        return LambdaContext(self.function, region=REGION)
+
+    def __call__(self, event: dict[str, Any]) -> dict[str, Any]:
+        return self.handler(event, self.context())
+
+
+def load_function(logical_id: str) -> LambdaFunction:
+    """The template's function ``logical_id`` (``RetrieveFunction``), imported once."""
+    template = read_template(TEMPLATE)
+    function = template.function(logical_id)
+    invoker = Invoker(dict(template.functions), region=REGION)
+    return LambdaFunction(function=function, handler=invoker.handler(function))

@@ -11,7 +11,7 @@ ifeq ($(PY312),)
 PY312 := $(shell command -v python3.12 2>/dev/null)
 endif
 
-.PHONY: install dev demo test lint lint-sam format build eval bench bench-retrieve bench-gateway bench-dlp bench-relevant bench-chain bench-embeddings clean
+.PHONY: install dev demo test fuzz lint lint-sam format build eval bench bench-retrieve bench-gateway bench-dlp bench-relevant bench-chain bench-embeddings load clean
 
 $(BIN)/context-ledger: pyproject.toml shared/requirements.txt functions/embeddings/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ format: install
 
 test: lint
 	$(BIN)/pytest
+
+fuzz: install  ## schemathesis on every operation, FUZZ_EXAMPLES cases each (make test runs 8)
+	CONTEXT_LEDGER_FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-150} $(BIN)/pytest tests/security/test_fuzz_api.py \
+		-p no:cacheprovider --timeout 900
 
 lint-sam: $(SAM_VENV)/bin/sam  ## SAM's own validation (installs aws-sam-cli into .venv-sam once)
 	$(SAM_VENV)/bin/sam validate --lint
@@ -75,6 +79,9 @@ bench-dlp: install  ## DLP redaction MB/s (mixed corpus, this repo) and per-kind
 
 bench-gateway: install  ## model gateway added latency vs a direct call to the stand-in provider
 	$(BIN)/python bench/gateway.py
+
+load: install  ## 32 clients for 60 s against the local runtime, then chain verified and counts reconciled (ARGS="--clients 8 --seconds 20")
+	$(BIN)/python bench/load.py $(ARGS)
 
 $(SAM_VENV)/bin/sam:
 	$(PYTHON) -m venv $(SAM_VENV)

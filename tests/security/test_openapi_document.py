@@ -18,7 +18,13 @@ from security_support import Expected, load_matrix, token_maker
 
 from context_ledger.auth.local_keys import LocalKeys
 from context_ledger.http import api
-from context_ledger.http.openapi import ERROR_SCHEMA, OPENAI_ERROR_SCHEMA, openapi_document
+from context_ledger.http.openapi import (
+    ERROR_SCHEMA,
+    GATEWAY_ERROR_SCHEMA,
+    GATEWAY_STATUSES,
+    OPENAI_ERROR_SCHEMA,
+    openapi_document,
+)
 from context_ledger.local.runtime import LocalRuntime
 from context_ledger.local.template import read_template
 from context_ledger.spaces.service import Organisation
@@ -94,10 +100,11 @@ def test_every_error_answer_is_declared_with_the_error_body(
     errors = {s: r for s, r in operation["responses"].items() if int(s) >= 400}
 
     assert {"401", "403"} <= set(errors)
-    for response in errors.values():
-        assert response["content"]["application/json"]["schema"] == {
-            "$ref": f"#/components/schemas/{schema}"
-        }
+    for status, response in errors.items():
+        body = {"$ref": f"#/components/schemas/{schema}"}
+        if int(status) in GATEWAY_STATUSES:
+            body = {"anyOf": [body, {"$ref": f"#/components/schemas/{GATEWAY_ERROR_SCHEMA}"}]}
+        assert response["content"]["application/json"]["schema"] == body
     assert "HTTPValidationError" not in DOCUMENT["components"]["schemas"]
 
 

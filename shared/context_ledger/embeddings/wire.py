@@ -115,7 +115,7 @@ def answer(raw: bytes, service: EmbeddingsService) -> tuple[int, dict[str, Any]]
     """Status and body for the raw bytes of a ``POST /v1/embeddings``: never an exception."""
     try:
         body = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep to parse
         message = "We could not parse the JSON body of your request."
         return 400, error_body(message, kind="invalid_request_error")
     try:

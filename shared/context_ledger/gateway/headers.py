@@ -64,7 +64,7 @@ def _metadata_id(raw: str) -> str | None:
         raise InvalidRequestError(f"X-Keystone-Metadata is over {METADATA_MAX_BYTES} bytes")
     try:
         metadata = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep to parse
         raise InvalidRequestError("X-Keystone-Metadata must be a JSON object") from None
     if not isinstance(metadata, dict):
         raise InvalidRequestError("X-Keystone-Metadata must be a JSON object")

@@ -69,7 +69,7 @@ class CallRequest:
         """
         try:
             document = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deep to parse
             raise InvalidRequestError("request body is not valid JSON") from None
         if not isinstance(document, dict):
             raise InvalidRequestError("request body must be a JSON object")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from urllib.parse import unquote_to_bytes
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -15,7 +16,16 @@ from context_ledger.log import logger
 #: Default request body limit; endpoints that take bulk content raise it for their function.
 DEFAULT_MAX_BODY_BYTES = 1_000_000
 
-_STARLETTE_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+_STARLETTE_CODES = {
+    400: "invalid_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+}
+
+#: Builds an error answer from (status, code, message): the service's body unless an app answers
+#: in another shape (the embeddings endpoint's OpenAI body).
+ErrorResponse = Callable[[int, str, str], JSONResponse]
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -54,8 +64,21 @@ async def _unexpected_error(_: Request, exc: Exception) -> JSONResponse:
     return _error(500, "internal_error", "internal error; the request id is in the logs")
 
 
+def _valid_target(path: str, query_string: bytes) -> bool:
+    """Valid UTF-8 without NUL characters: Starlette would read invalid UTF-8 in a query value
+    as U+FFFD and carry on, and PostgreSQL refuses NUL in text."""
+    try:
+        query = unquote_to_bytes(query_string).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return "\x00" not in query and "\x00" not in path
+
+
 def create_app(
-    *routers: APIRouter, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, title: str = "Context Ledger"
+    *routers: APIRouter,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    title: str = "Context Ledger",
+    error_response: ErrorResponse = _error,
 ) -> FastAPI:
     app = FastAPI(title=title, docs_url=None, redoc_url=None)
     for router in routers:
@@ -66,13 +89,17 @@ def create_app(
     app.add_exception_handler(Exception, _unexpected_error)
 
     @app.middleware("http")
-    async def limit_body(
+    async def refuse_bad_input(
         request: Request, call_next: Callable[[Request], Awaitable[JSONResponse]]
     ) -> JSONResponse:
         declared = request.headers.get("content-length")
         too_big = declared is not None and declared.isdigit() and int(declared) > max_body_bytes
         if too_big or len(await request.body()) > max_body_bytes:
-            return _error(413, "payload_too_large", f"request body exceeds {max_body_bytes} bytes")
+            message = f"request body exceeds {max_body_bytes} bytes"
+            return error_response(413, "payload_too_large", message)
+        if not _valid_target(request.scope["path"], request.scope.get("query_string", b"")):
+            message = "the path or query string is not valid UTF-8, or holds NUL"
+            return error_response(400, "invalid_request", message)
         return await call_next(request)
 
     return app

@@ -65,7 +65,12 @@ async def _unexpected_error(_: Request, exc: Exception) -> JSONResponse:
 
 def create_embeddings_app() -> FastAPI:
     """The function's app: the route, and every error in OpenAI's shape."""
-    app = create_app(router, max_body_bytes=MAX_BODY_BYTES, title="Context Ledger embeddings")
+    app = create_app(
+        router,
+        max_body_bytes=MAX_BODY_BYTES,
+        title="Context Ledger embeddings",
+        error_response=lambda status, code, message: _openai_error(status, message, code),
+    )
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected_error)

@@ -32,3 +32,28 @@ class RequestModel(ApiModel):
         if isinstance(data, dict):
             return {k: v for k, v in data.items() if k not in ORG_KEYS | USER_KEYS}
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_unstorable_text(cls, data: Any) -> Any:
+        refuse_unstorable_text(data)
+        return data
+
+
+def refuse_unstorable_text(value: Any) -> None:
+    """ValueError (so 422) for text PostgreSQL cannot store, anywhere in a JSON value: NUL
+    characters (``\\u0000``) and lone surrogates (``\\ud800``), which JSON allows."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("text must not contain NUL characters")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("text must not contain lone surrogates") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            refuse_unstorable_text(key)
+            refuse_unstorable_text(item)
+    elif isinstance(value, list):
+        for item in value:
+            refuse_unstorable_text(item)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
+from pydantic import BeforeValidator
 
 from context_ledger.auth.principal import SCOPE_AUDIT_READ, Principal
 from context_ledger.db import connection
@@ -88,12 +89,22 @@ def _aware(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC)
 
 
+def _iso_8601(value: Any) -> Any:
+    """Only ISO-8601 text: pydantic alone would read a number such as ``0.5`` as Unix time."""
+    if isinstance(value, str):
+        try:
+            datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError("not an ISO-8601 date-time") from None
+    return value
+
+
 @router.get("/compliance-evidence", response_model=EvidenceResponse, response_model_by_alias=True)
 def compliance_evidence(
     caller: Auditor,
     category: Literal["context_attribution", "context_attribution_link"] | None = None,
-    since: Annotated[datetime | None, Query(alias="from")] = None,
-    until: Annotated[datetime | None, Query(alias="to")] = None,
+    since: Annotated[datetime | None, Query(alias="from"), BeforeValidator(_iso_8601)] = None,
+    until: Annotated[datetime | None, Query(alias="to"), BeforeValidator(_iso_8601)] = None,
     subject_user: Annotated[
         str | None, Query(alias="subjectUser", min_length=1, max_length=255)
     ] = None,

@@ -25,6 +25,10 @@ router = APIRouter(tags=["api"])
 OPENAPI_PATH = "/api/v1/openapi.json"
 ERROR_SCHEMA = "ErrorBody"
 OPENAI_ERROR_SCHEMA = "OpenAIErrorBody"
+#: API Gateway's own answer (``{"message": "Unauthorized"}``): a request without a credential
+#: (401), one the authorizer refuses (403), a body over the HTTP API's 10 MB (413).
+GATEWAY_ERROR_SCHEMA = "GatewayErrorBody"
+GATEWAY_STATUSES = frozenset({401, 403, 413})
 
 _SCHEMAS: dict[str, dict[str, Any]] = {
     ERROR_SCHEMA: {
@@ -37,6 +41,11 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
                 "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
             }
         },
+    },
+    GATEWAY_ERROR_SCHEMA: {
+        "type": "object",
+        "required": ["message"],
+        "properties": {"message": {"type": "string"}},
     },
     OPENAI_ERROR_SCHEMA: {
         "type": "object",
@@ -125,13 +134,18 @@ def _complete(document: dict[str, Any]) -> dict[str, Any]:
             schema = OPENAI_ERROR_SCHEMA if path == "/api/v1/embeddings" else ERROR_SCHEMA
             responses = operation.setdefault("responses", {})
             for status in sorted(_error_statuses(method, path, operation)):
+                body = _ref(schema)
+                if status in GATEWAY_STATUSES:
+                    body = {"anyOf": [body, _ref(GATEWAY_ERROR_SCHEMA)]}
                 responses[str(status)] = {
                     "description": _DESCRIPTIONS[status],
-                    "content": {
-                        "application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}
-                    },
+                    "content": {"application/json": {"schema": body}},
                 }
     return document
+
+
+def _ref(schema: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{schema}"}
 
 
 @functools.cache

@@ -45,7 +45,7 @@ async def current_principal(request: Request) -> Principal:
     if body and request.headers.get("content-type", "").startswith("application/json"):
         try:
             parsed = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             parsed = None  # the route's body validation answers 400
         if isinstance(parsed, dict):
             _refuse_foreign_identity(principal, parsed)

@@ -120,7 +120,8 @@ def _documents(body: DocumentsRequest) -> list[Document]:
 
 
 def _version_number(raw: str) -> int:
-    if not raw.isdigit() or len(raw) > 9:
+    # isascii: str.isdigit() also holds for digits int() refuses, such as "²".
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:
         raise service.IndexVersionNotFoundError()
     return int(raw)
 

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Response
-from pydantic import Field, StringConstraints
+from pydantic import BeforeValidator, Field, StringConstraints
 
 from context_ledger.auth.principal import Principal
 from context_ledger.db import connection
@@ -20,7 +20,16 @@ from context_ledger.spaces.permissions import Permission
 router = APIRouter(prefix="/api/v1/context/spaces", tags=["spaces"])
 
 Caller = Annotated[Principal, Depends(current_principal)]
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+
+
+def _strip(value: object) -> object:
+    """Python's strip, as the service stores the name: pydantic's ``strip_whitespace`` keeps
+    control characters such as ``\\x1f`` that ``str.strip`` removes (an empty name, refused by
+    the database)."""
+    return value.strip() if isinstance(value, str) else value
+
+
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200), BeforeValidator(_strip)]
 
 
 class CreateSpaceRequest(RequestModel):

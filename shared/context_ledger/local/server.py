@@ -27,6 +27,8 @@ class _BodyTooLargeError(Exception):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's listen backlog is 5: 32 clients connecting at once lost connections.
+    request_queue_size = 128
     gateway: Gateway
     max_body_bytes: int
 
@@ -43,6 +45,9 @@ class _Handler(BaseHTTPRequestHandler):
         gateway = self.server.gateway
         try:
             body = self._read_body()
+            if not self.path.isascii():
+                # A request target is ASCII (RFC 9112); other bytes are percent-encoded.
+                raise ValueError("raw non-ASCII bytes in the request target")
         except _BodyTooLargeError:
             self.close_connection = True
             response = gateway.error(413, "Request Entity Too Large")
@@ -70,6 +75,13 @@ class _Handler(BaseHTTPRequestHandler):
         logger.info("%s %s %d %.0fms", self.command, self.path, response.status, elapsed_ms)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _serve
+
+    def __getattr__(self, name: str) -> object:
+        # Any other method (TRACE, QUERY, ...) reaches the gateway too, which has no route for
+        # it (404), rather than the stdlib's HTML 501.
+        if name.startswith("do_"):
+            return self._serve
+        raise AttributeError(name)
 
     def _read_body(self) -> bytes:
         limit = self.server.max_body_bytes

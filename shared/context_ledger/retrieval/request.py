@@ -25,11 +25,11 @@ class RetrieveRequest(RequestModel):
 
     query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=8000)]
     space_id: str | None = Field(default=None, max_length=64)
-    token_budget: Annotated[int, Field(ge=0)] = DEFAULT_TOKEN_BUDGET
-    max_per_level: Annotated[int, Field(ge=1)] = DEFAULT_MAX_PER_LEVEL
+    token_budget: Annotated[int, Field(ge=0, strict=True)] = DEFAULT_TOKEN_BUDGET
+    max_per_level: Annotated[int, Field(ge=1, strict=True)] = DEFAULT_MAX_PER_LEVEL
     lens_id: OptionalId = None
     session_id: OptionalId = None
-    exclude_related: bool = False
+    exclude_related: Annotated[bool, Field(strict=True)] = False
     source_kinds: Annotated[list[SourceKind], Field(max_length=16)] | None = None
 
     @field_validator("token_budget")

@@ -22,7 +22,7 @@ class MemoryType(StrEnum):
     CONSTRAINT = "constraint"
     FACT = "fact"
     PREFERENCE = "preference"
-    TODO = "todo"
+    TO_DO = "todo"  # not a marker: the memory type for open tasks
     NOTE = "note"
 
 

@@ -7,6 +7,7 @@ the template deploys, through its real entry point.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,3 +42,14 @@ def load_function(logical_id: str) -> LambdaFunction:
     function = template.function(logical_id)
     invoker = Invoker(dict(template.functions), region=REGION)
     return LambdaFunction(function=function, handler=invoker.handler(function))
+
+
+def load_queries(path: Path, count: int) -> list[str]:
+    """The first ``count`` distinct query texts of a BEIR ``queries.jsonl``, in file order."""
+    queries: dict[str, None] = {}
+    with path.open() as handle:
+        for line in handle:
+            queries.setdefault(json.loads(line)["text"].strip(), None)
+            if len(queries) >= count:
+                break
+    return list(queries)

@@ -57,7 +57,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import psycopg
-from bench_support import LambdaFunction, load_function
+from bench_support import LambdaFunction, load_function, load_queries
 from psycopg.rows import dict_row
 from tqdm import tqdm
 
@@ -87,16 +87,6 @@ def memory_texts(corpus: Path) -> list[str]:
                 texts.append(" ".join(sentences[start : start + 3]))
     random.Random(SEED).shuffle(texts)
     return texts
-
-
-def load_queries(path: Path, count: int) -> list[str]:
-    queries: dict[str, None] = {}
-    with path.open() as handle:
-        for line in handle:
-            queries.setdefault(json.loads(line)["text"].strip(), None)
-            if len(queries) >= count:
-                break
-    return list(queries)
 
 
 @dataclass(frozen=True)

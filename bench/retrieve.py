@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from bench_support import LambdaFunction, load_function
+from bench_support import LambdaFunction, load_function, load_queries
 from psycopg import sql
 from tqdm import tqdm
 
@@ -123,17 +123,6 @@ def passage_at(passages: Sequence[Passage], ordinal: int) -> Passage:
     if cycle == 0:
         return passage
     return Passage(passage.path, passage.title, f"{passage.content} (variant {cycle})")
-
-
-def load_queries(path: Path, count: int) -> list[str]:
-    """``count`` distinct SciFact claims, in file order."""
-    queries: dict[str, None] = {}
-    with path.open() as handle:
-        for line in handle:
-            queries.setdefault(json.loads(line)["text"].strip(), None)
-            if len(queries) >= count:
-                break
-    return list(queries)
 
 
 # --- fixture: organisation, spaces, grant, source -----------------------------------------------

@@ -25,11 +25,12 @@ import boto3
 import psycopg
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+from evidence_support import key_ring_from_env
 from psycopg.rows import dict_row
 
 from context_ledger.attribution.publisher import publish_attribution
 from context_ledger.evidence.chain import org_chain, verify
-from context_ledger.evidence.keys import KeyRing, clear_key_ring_cache, get_key_ring
+from context_ledger.evidence.keys import KeyRing
 from context_ledger.local.events import sqs_record
 from context_ledger.local.queues import LocalQueue, create_queues, delete_queues
 from context_ledger.local.template import read_template
@@ -49,14 +50,12 @@ LAMBDA_CONTEXT = SimpleNamespace(
 
 @pytest.fixture
 def keys(db: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[KeyRing]:
-    monkeypatch.setenv("KEYSTONE_EVIDENCE_HMAC_KEY", "delivery-test-key-" + "d" * 32)
-    monkeypatch.setenv("KEYSTONE_EVIDENCE_CHECKPOINT_DIR", str(tmp_path / "checkpoints"))
-    get_settings.cache_clear()
-    clear_key_ring_cache()
-    yield get_key_ring()
-    monkeypatch.undo()
-    get_settings.cache_clear()
-    clear_key_ring_cache()
+    with key_ring_from_env(
+        monkeypatch,
+        KEYSTONE_EVIDENCE_HMAC_KEY="delivery-test-key-" + "d" * 32,
+        KEYSTONE_EVIDENCE_CHECKPOINT_DIR=str(tmp_path / "checkpoints"),
+    ) as ring:
+        yield ring
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
+from evidence_support import key_ring_from_env
 
 from context_ledger.attribution.events import AttributionEvent
 from context_ledger.attribution.links import link_response
@@ -17,9 +18,8 @@ from context_ledger.auth.principal import Principal
 from context_ledger.cli import main
 from context_ledger.db import connection
 from context_ledger.evidence.chain import org_chain
-from context_ledger.evidence.keys import KeyRing, clear_key_ring_cache, get_key_ring
+from context_ledger.evidence.keys import KeyRing
 from context_ledger.evidence.listing import list_evidence
-from context_ledger.settings import get_settings
 
 KEY = "lookup-test-key-" + "k" * 32
 
@@ -27,18 +27,16 @@ KEY = "lookup-test-key-" + "k" * 32
 @pytest.fixture
 def keys(db: str, tmp_path, monkeypatch: pytest.MonkeyPatch) -> Iterator[KeyRing]:
     """Local-mode settings; every variable `prepare_local().apply()` sets is restored after."""
-    monkeypatch.setenv("KEYSTONE_ENVIRONMENT", "local")
-    monkeypatch.setenv("CONTEXT_LEDGER_HOME", str(tmp_path))
-    monkeypatch.setenv("DATABASE_URL", db)
-    monkeypatch.setenv("KEYSTONE_AUTH_JWKS_URL", "http://127.0.0.1:1/jwks.json")
-    monkeypatch.setenv("KEYSTONE_EVIDENCE_HMAC_KEY", KEY)
-    monkeypatch.delenv("KEYSTONE_EVIDENCE_HMAC_SECRET_ARN", raising=False)
-    get_settings.cache_clear()
-    clear_key_ring_cache()
-    yield get_key_ring()
-    monkeypatch.undo()
-    get_settings.cache_clear()
-    clear_key_ring_cache()
+    with key_ring_from_env(
+        monkeypatch,
+        KEYSTONE_ENVIRONMENT="local",
+        CONTEXT_LEDGER_HOME=str(tmp_path),
+        DATABASE_URL=db,
+        KEYSTONE_AUTH_JWKS_URL="http://127.0.0.1:1/jwks.json",
+        KEYSTONE_EVIDENCE_HMAC_KEY=KEY,
+        KEYSTONE_EVIDENCE_HMAC_SECRET_ARN=None,
+    ) as ring:
+        yield ring
 
 
 @pytest.fixture

@@ -13,11 +13,11 @@ from typing import Any
 import boto3
 import psycopg
 import pytest
+from evidence_support import key_ring_from_env
 from psycopg.rows import dict_row
 
 from context_ledger.evidence.chain import org_chain, verify
-from context_ledger.evidence.keys import KeyRing, clear_key_ring_cache, get_key_ring
-from context_ledger.settings import get_settings
+from context_ledger.evidence.keys import KeyRing
 
 HANDLER = Path(__file__).parents[2] / "functions" / "attribution_writer" / "app.py"
 KEY = "writer-test-key-" + "w" * 32
@@ -26,15 +26,13 @@ KEY = "writer-test-key-" + "w" * 32
 @pytest.fixture
 def keys(db: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[KeyRing]:
     """The service reads its HMAC key from the environment, as in local mode."""
-    monkeypatch.setenv("KEYSTONE_EVIDENCE_HMAC_KEY", KEY)
-    monkeypatch.setenv("KEYSTONE_EVIDENCE_KEY_ID", "writer-1")
-    monkeypatch.delenv("KEYSTONE_EVIDENCE_HMAC_SECRET_ARN", raising=False)
-    get_settings.cache_clear()
-    clear_key_ring_cache()
-    yield get_key_ring()
-    monkeypatch.undo()
-    get_settings.cache_clear()
-    clear_key_ring_cache()
+    with key_ring_from_env(
+        monkeypatch,
+        KEYSTONE_EVIDENCE_HMAC_KEY=KEY,
+        KEYSTONE_EVIDENCE_KEY_ID="writer-1",
+        KEYSTONE_EVIDENCE_HMAC_SECRET_ARN=None,
+    ) as ring:
+        yield ring
 
 
 @pytest.fixture

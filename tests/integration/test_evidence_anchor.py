@@ -12,6 +12,7 @@ import boto3
 import psycopg
 import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from evidence_support import key_ring_from_env
 from psycopg.rows import dict_row
 
 from context_ledger.attribution.writer import record_handler
@@ -32,7 +33,7 @@ from context_ledger.evidence.checkpoint_store import (
     object_name,
     sign_checkpoint,
 )
-from context_ledger.evidence.keys import KeyRing, clear_key_ring_cache, get_key_ring
+from context_ledger.evidence.keys import KeyRing
 from context_ledger.evidence.verify_job import ChainVerification, verify_all_chains, verify_chain
 from context_ledger.settings import get_settings
 
@@ -42,14 +43,12 @@ CHAIN = org_chain(ORG)
 
 @pytest.fixture
 def keys(db: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[KeyRing]:
-    monkeypatch.setenv("KEYSTONE_EVIDENCE_HMAC_KEY", "anchor-test-key-" + "a" * 32)
-    monkeypatch.setenv("KEYSTONE_EVIDENCE_CHECKPOINT_DIR", str(tmp_path / "checkpoints"))
-    get_settings.cache_clear()
-    clear_key_ring_cache()
-    yield get_key_ring()
-    monkeypatch.undo()
-    get_settings.cache_clear()
-    clear_key_ring_cache()
+    with key_ring_from_env(
+        monkeypatch,
+        KEYSTONE_EVIDENCE_HMAC_KEY="anchor-test-key-" + "a" * 32,
+        KEYSTONE_EVIDENCE_CHECKPOINT_DIR=str(tmp_path / "checkpoints"),
+    ) as ring:
+        yield ring
 
 
 @pytest.fixture

@@ -12,12 +12,12 @@ from typing import Any
 
 import psycopg
 import pytest
+from evidence_support import key_ring_from_env
 from psycopg.rows import dict_row
 
 from context_ledger.evidence.chain import append, org_chain
-from context_ledger.evidence.keys import KeyRing, clear_key_ring_cache, get_key_ring
+from context_ledger.evidence.keys import KeyRing
 from context_ledger.evidence.verify_job import verify_all_chains
-from context_ledger.settings import get_settings
 
 HANDLER = Path(__file__).parents[2] / "functions" / "chain_verify" / "app.py"
 ORG_A = uuid.UUID("00000000-0000-4000-8000-00000000000a")
@@ -35,15 +35,13 @@ LAMBDA_CONTEXT = SimpleNamespace(
 def keys(db: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[KeyRing]:
     """The service reads its HMAC key and checkpoint directory from the environment, as in
     local mode."""
-    monkeypatch.setenv("KEYSTONE_EVIDENCE_HMAC_KEY", "verify-job-test-key-" + "v" * 32)
-    monkeypatch.setenv("KEYSTONE_EVIDENCE_CHECKPOINT_DIR", str(tmp_path / "checkpoints"))
-    monkeypatch.delenv("KEYSTONE_EVIDENCE_HMAC_SECRET_ARN", raising=False)
-    get_settings.cache_clear()
-    clear_key_ring_cache()
-    yield get_key_ring()
-    monkeypatch.undo()
-    get_settings.cache_clear()
-    clear_key_ring_cache()
+    with key_ring_from_env(
+        monkeypatch,
+        KEYSTONE_EVIDENCE_HMAC_KEY="verify-job-test-key-" + "v" * 32,
+        KEYSTONE_EVIDENCE_CHECKPOINT_DIR=str(tmp_path / "checkpoints"),
+        KEYSTONE_EVIDENCE_HMAC_SECRET_ARN=None,
+    ) as ring:
+        yield ring
 
 
 @pytest.fixture

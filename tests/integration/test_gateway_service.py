@@ -11,13 +11,14 @@ from contextlib import AbstractContextManager
 
 import psycopg
 import pytest
+from evidence_support import key_ring_from_env
 
 from context_ledger.attribution.events import AttributionEvent
 from context_ledger.attribution.writer import write_attribution
 from context_ledger.auth.principal import SCOPE_AUDIT_READ, Principal, PrincipalKind
 from context_ledger.db import connection
 from context_ledger.evidence.chain import org_chain, verify
-from context_ledger.evidence.keys import KeyRing, clear_key_ring_cache, get_key_ring
+from context_ledger.evidence.keys import KeyRing
 from context_ledger.evidence.listing import list_evidence
 from context_ledger.gateway.calls import list_calls
 from context_ledger.gateway.headers import CONTEXT_LINK, GATEWAY_REQUEST_ID, GatewayHeaders
@@ -30,7 +31,6 @@ from context_ledger.gateway.service import (
     StreamedAnswer,
 )
 from context_ledger.local.provider_server import StandInProviderServer, serve_provider
-from context_ledger.settings import get_settings
 
 KEY = "gateway-test-key-" + "k" * 32
 CHAT = b'{"model": "echo-1", "messages": [{"role": "user", "content": "refunds?"}]}'
@@ -42,17 +42,15 @@ STREAM = (
 
 @pytest.fixture
 def keys(db: str, tmp_path, monkeypatch: pytest.MonkeyPatch) -> Iterator[KeyRing]:
-    monkeypatch.setenv("KEYSTONE_ENVIRONMENT", "local")
-    monkeypatch.setenv("CONTEXT_LEDGER_HOME", str(tmp_path))
-    monkeypatch.setenv("DATABASE_URL", db)
-    monkeypatch.setenv("KEYSTONE_EVIDENCE_HMAC_KEY", KEY)
-    monkeypatch.delenv("KEYSTONE_EVIDENCE_HMAC_SECRET_ARN", raising=False)
-    get_settings.cache_clear()
-    clear_key_ring_cache()
-    yield get_key_ring()
-    monkeypatch.undo()
-    get_settings.cache_clear()
-    clear_key_ring_cache()
+    with key_ring_from_env(
+        monkeypatch,
+        KEYSTONE_ENVIRONMENT="local",
+        CONTEXT_LEDGER_HOME=str(tmp_path),
+        DATABASE_URL=db,
+        KEYSTONE_EVIDENCE_HMAC_KEY=KEY,
+        KEYSTONE_EVIDENCE_HMAC_SECRET_ARN=None,
+    ) as ring:
+        yield ring
 
 
 @pytest.fixture(scope="module")

@@ -158,6 +158,14 @@ class Settings(BaseSettings):
 
     # --- model gateway -------------------------------------------------------------------------
     models_provider_url: str | None = _env("KEYSTONE_MODELS_PROVIDER_URL")
+    # A retrieval waits this long for its query's vector, then searches full-text only, and
+    # skips the endpoint for the cooldown after such a failure (retrieval/query_vector.py).
+    embeddings_query_timeout_seconds: float = _env(
+        "KEYSTONE_CONTEXT_EMBEDDINGS_QUERY_TIMEOUT_SECONDS", 3.0, gt=0, le=60
+    )
+    embeddings_cooldown_seconds: float = _env(
+        "KEYSTONE_CONTEXT_EMBEDDINGS_COOLDOWN_SECONDS", 15.0, ge=0, le=600
+    )
     models_provider_api_key: str | None = _env("KEYSTONE_MODELS_PROVIDER_API_KEY", repr=False)
     models_provider_key_secret_arn: str | None = _env("KEYSTONE_MODELS_PROVIDER_KEY_SECRET_ARN")
     models_context_link_wait_ms: int = _env(

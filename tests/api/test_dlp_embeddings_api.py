@@ -6,15 +6,17 @@ The stand-in's request log is the proof: a text it never received was never sent
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import httpx
 import pytest
-from api_support import TEMPLATE, bearer, runtime_env
+from api_support import TEMPLATE, attribution_row, bearer, runtime_env
 
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
 from context_ledger.local.embeddings_server import StandInEmbeddingsServer, serve_embeddings
 from context_ledger.local.runtime import LocalRuntime
+from context_ledger.retrieval.query_vector import DEGRADED_WARNING
 
 SPACES = "/api/v1/context/spaces"
 SOURCES = "/api/v1/context/sources"
@@ -38,6 +40,8 @@ def endpoint(request, database_url, sqs_endpoint, local_keys, stand_in) -> Itera
         KEYSTONE_CONTEXT_EMBEDDINGS_URL=stand_in.url,
         KEYSTONE_CONTEXT_EMBEDDINGS_MODEL="stand-in",
         KEYSTONE_CONTEXT_EMBEDDINGS_EXTERNAL="true" if request.param == "external" else "",
+        KEYSTONE_CONTEXT_EMBEDDINGS_QUERY_TIMEOUT_SECONDS="1",
+        KEYSTONE_CONTEXT_EMBEDDINGS_COOLDOWN_SECONDS="0",  # each test starts with a live endpoint
     )
     with LocalRuntime(TEMPLATE, port=0, env=env, sqs_endpoint=sqs_endpoint) as running:
         yield {"url": running.url, "locality": request.param}
@@ -131,3 +135,33 @@ def test_status_reports_the_endpoints_locality(client, endpoint, admin) -> None:
 
     expected = "in_deployment" if endpoint["locality"] == "internal" else "external"
     assert status["embeddings"]["locality"] == expected
+
+
+def test_a_slow_endpoint_gets_a_full_text_answer_that_says_so(client, admin, stand_in) -> None:
+    project = ingest_every_classification(client, admin)
+    stand_in.delay = 5.0  # longer than the runtime's 1 s query timeout
+
+    retrieved = client.post(
+        "/api/v1/context/retrieve",
+        headers=admin,
+        json={"query": f"rotation runbook {marker('public')}", "spaceId": project},
+    )
+
+    assert retrieved.status_code == 200
+    body = retrieved.json()
+    assert body["searchMode"] == "full_text"
+    assert body["warnings"] == [DEGRADED_WARNING]
+    assert "public.md" in [c["path"] for c in body["chunks"]], "full-text still finds it"
+    row = attribution_row(body["attributionId"])
+    assert row is not None
+    assert json.loads(bytes(row["record"]))["searchMode"] == "full_text", "the evidence says so"
+
+
+def test_an_endpoint_in_time_gets_a_hybrid_answer_without_warnings(client, admin) -> None:
+    project = ingest_every_classification(client, admin)
+
+    body = client.post(
+        "/api/v1/context/retrieve", headers=admin, json={"query": "runbook", "spaceId": project}
+    ).json()
+
+    assert (body["searchMode"], body["warnings"]) == ("hybrid", [])

@@ -200,6 +200,40 @@ def test_a_slow_endpoint_times_out_and_is_retried(stand_in: StandInEmbeddingsSer
     assert len(stand_in.requests) == 2
 
 
+def test_a_bounded_call_cuts_a_slow_attempt_short_and_does_not_retry(
+    stand_in: StandInEmbeddingsServer,
+) -> None:
+    stand_in.delay = 2.0
+    sleeps: list[float] = []
+
+    with pytest.raises(EmbeddingsUnavailableError) as caught:
+        _client(stand_in, sleeps, timeout=30.0).embed(["x"], within=0.2)
+
+    assert str(caught.value) == "embeddings endpoint unreachable (ReadTimeout) after 1 attempts"
+    assert (len(stand_in.requests), sleeps) == (1, []), "no time was left for a retry"
+
+
+def test_a_bounded_call_skips_a_retry_it_would_have_to_wait_too_long_for(
+    stand_in: StandInEmbeddingsServer,
+) -> None:
+    stand_in.fail_next(503, retry_after="5")
+    sleeps: list[float] = []
+
+    with pytest.raises(EmbeddingsUnavailableError, match=r"HTTP 503 .*after 1 attempts"):
+        _client(stand_in, sleeps).embed(["x"], within=2.0)
+
+    assert sleeps == [], "waiting 5 s would overrun the 2 s allowed"
+
+
+def test_a_bounded_call_retries_while_time_is_left(stand_in: StandInEmbeddingsServer) -> None:
+    stand_in.fail_next(503, retry_after="1")
+    sleeps: list[float] = []
+
+    vectors = _client(stand_in, sleeps).embed(["x"], within=5.0)
+
+    assert (len(vectors), sleeps) == (1, [1.0])
+
+
 def test_an_endpoint_nobody_listens_on_is_unavailable_and_unnamed() -> None:
     with serve_embeddings() as gone:
         url = gone.url

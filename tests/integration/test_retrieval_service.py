@@ -10,6 +10,7 @@ from context_ledger.db import connection
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.local.embeddings_server import serve_embeddings
 from context_ledger.retrieval.cache import SearchCache
+from context_ledger.retrieval.query_vector import DEGRADED_WARNING, Cooldown, SearchMode
 from context_ledger.retrieval.request import RetrieveRequest
 from context_ledger.retrieval.service import Dependencies, retrieve
 from context_ledger.settings import load_settings
@@ -49,13 +50,22 @@ def ingest(admin: Principal, documents: list[Document], embedder, classification
         sources.index_snapshot(conn, admin, source["id"], documents, embedder=embedder)
 
 
-def run(admin: Principal, query: str, embedder, backend: str = "exact"):
+def run(
+    admin: Principal,
+    query: str,
+    embedder,
+    backend: str = "exact",
+    *,
+    cooldown: Cooldown | None = None,
+    **settings: str,
+):
     published: list[dict] = []
     deps = Dependencies(
-        settings=load_settings(KEYSTONE_CONTEXT_SEARCH_BACKEND=backend),
+        settings=load_settings(KEYSTONE_CONTEXT_SEARCH_BACKEND=backend, **settings),
         cache=SearchCache(),
         embedder=embedder,
         publish=published.append,
+        cooldown=cooldown or Cooldown(),
     )
     request = RetrieveRequest.model_validate({"query": query, "excludeRelated": True})
     with connection() as conn:
@@ -102,3 +112,88 @@ def test_a_protected_source_is_searched_by_full_text_only(admin, stand_in) -> No
 
     assert answer.chunks, "full-text still finds the confidential source's chunks"
     assert all(r.body["input"] == ["refunds team lead"] for r in stand_in.requests)
+
+
+def test_an_endpoint_that_answers_in_time_makes_the_search_hybrid(admin, stand_in) -> None:
+    embedder = EmbeddingsClient(stand_in.url, "hashing-64", dimensions=64)
+    ingest(admin, DOCS, embedder, Classification.INTERNAL)
+
+    answer, published = run(admin, "refunds", embedder)
+
+    assert (answer.search_mode, answer.warnings) == (SearchMode.HYBRID, ())
+    assert published[0]["record"]["searchMode"] == "hybrid"
+
+
+def test_a_slow_endpoint_degrades_to_full_text_within_the_query_timeout(admin, stand_in) -> None:
+    embedder = EmbeddingsClient(stand_in.url, "hashing-64", dimensions=64)
+    ingest(admin, DOCS, embedder, Classification.INTERNAL)
+    stand_in.reset()
+    stand_in.delay = 5.0  # the client's own timeout is 30 s: only the query timeout ends this
+
+    answer, published = run(
+        admin, "refunds", embedder, KEYSTONE_CONTEXT_EMBEDDINGS_QUERY_TIMEOUT_SECONDS="0.2"
+    )
+
+    assert answer.search_mode is SearchMode.FULL_TEXT
+    assert answer.warnings == (DEGRADED_WARNING,)
+    assert {c.row["path"] for c in answer.chunks} == {"refunds.md", "receipts.md"}, "text matches"
+    assert answer.chunks[0].score == pytest.approx(0.3 * 1.0 * 0.85), "the text term alone"
+    assert published[0]["record"]["searchMode"] == "full_text", "the evidence says so too"
+    assert len(stand_in.requests) == 1, "no retry once the time is spent"
+
+
+def test_after_a_failure_the_endpoint_is_skipped_for_the_cooldown_then_tried_again(
+    admin, stand_in
+) -> None:
+    embedder = EmbeddingsClient(stand_in.url, "hashing-64", dimensions=64, max_attempts=1)
+    ingest(admin, DOCS, embedder, Classification.INTERNAL)
+    stand_in.reset()
+    now = [0.0]
+    cooldown = Cooldown(clock=lambda: now[0])
+    stand_in.fail_next(503)
+
+    first, _ = run(admin, "refunds", embedder, cooldown=cooldown)
+    now[0] = 14.0
+    during, _ = run(admin, "refunds", embedder, cooldown=cooldown)
+    now[0] = 15.5
+    after, _ = run(admin, "refunds", embedder, cooldown=cooldown)
+
+    assert [a.search_mode for a in (first, during, after)] == [
+        SearchMode.FULL_TEXT,
+        SearchMode.FULL_TEXT,
+        SearchMode.HYBRID,
+    ]
+    assert during.warnings == (DEGRADED_WARNING,)
+    assert len(stand_in.requests) == 2, "the request inside the 15 s cooldown sent nothing"
+
+
+def test_a_degraded_search_is_not_cached(admin, stand_in) -> None:
+    embedder = EmbeddingsClient(stand_in.url, "hashing-64", dimensions=64, max_attempts=1)
+    ingest(admin, DOCS, embedder, Classification.INTERNAL)
+    stand_in.reset()
+    stand_in.fail_next(503)
+    deps = Dependencies(
+        settings=load_settings(KEYSTONE_CONTEXT_EMBEDDINGS_COOLDOWN_SECONDS="0"),
+        cache=SearchCache(),
+        embedder=embedder,
+        publish=lambda _: None,
+    )
+    request = RetrieveRequest.model_validate({"query": "refunds", "excludeRelated": True})
+
+    with connection() as conn:
+        modes = [
+            retrieve(conn, admin, request, client_header=None, deps=deps).search_mode
+            for _ in range(3)
+        ]
+
+    assert modes == [SearchMode.FULL_TEXT, SearchMode.HYBRID, SearchMode.HYBRID]
+    assert len(stand_in.requests) == 2, "the third answer came from the cached hybrid search"
+
+
+def test_without_an_endpoint_the_search_is_full_text_without_a_warning(admin) -> None:
+    ingest(admin, DOCS, None, Classification.INTERNAL)
+
+    answer, published = run(admin, "refunds", None)
+
+    assert (answer.search_mode, answer.warnings) == (SearchMode.FULL_TEXT, ())
+    assert published[0]["record"]["searchMode"] == "full_text"

@@ -103,11 +103,12 @@ class EmbeddingGate:
             return []
         return self.client.embed(self._redacted(texts))
 
-    def embed_query_text(self, text: str) -> list[float] | None:
-        """The redacted query's vector; None without an endpoint or for a blank query."""
+    def embed_query_text(self, text: str, *, within: float | None = None) -> list[float] | None:
+        """The redacted query's vector; None without an endpoint or for a blank query.
+        ``within``: seconds the whole call may take (EmbeddingsClient.embed)."""
         if self.client is None or not text.strip():
             return None
-        return self.client.embed(self._redacted([text]))[0]
+        return self.client.embed(self._redacted([text]), within=within)[0]
 
     def _redacted(self, texts: Sequence[str]) -> list[str]:
         redactor = redactor_for(self.policy.patterns)

@@ -154,20 +154,27 @@ class EmbeddingsClient:
     def close(self) -> None:
         self._http.close()
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order; raises EmbeddingsUnavailableError on any failure."""
+    def embed(self, texts: Sequence[str], *, within: float | None = None) -> list[list[float]]:
+        """One vector per text, in order; raises EmbeddingsUnavailableError on any failure.
+
+        ``within`` bounds the whole call (every attempt and the waits between them) to that many
+        seconds, for callers a person is waiting on; without it each attempt has the client's
+        timeout.
+        """
+        deadline = None if within is None else time.monotonic() + within
         vectors: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
-            vectors.extend(self._embed_batch(list(texts[start : start + self.batch_size])))
+            batch = list(texts[start : start + self.batch_size])
+            vectors.extend(self._embed_batch(batch, deadline))
         if len({len(v) for v in vectors}) > 1:
             raise EmbeddingsUnavailableError("embeddings endpoint answered mixed dimensions")
         return vectors
 
-    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+    def _embed_batch(self, texts: list[str], deadline: float | None) -> list[list[float]]:
         payload: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
         if self.dimensions is not None:
             payload["dimensions"] = self.dimensions
-        body = self._post(payload)
+        body = self._post(payload, deadline)
         return parse_embeddings(body, count=len(texts), dimensions=self.dimensions)
 
     def _auth_headers(self) -> dict[str, str]:
@@ -179,15 +186,22 @@ class EmbeddingsClient:
             ) from None
         return {"Authorization": f"Bearer {key}"} if key else {}
 
-    def _post(self, payload: dict[str, Any]) -> Any:
-        problem = ""
+    def _post(self, payload: dict[str, Any], deadline: float | None) -> Any:
+        problem = "out of time"
         headers = self._auth_headers()
-        for attempt in range(1, self.max_attempts + 1):
+        tried = 0
+        while tried < self.max_attempts:
+            timeout = self._attempt_timeout(deadline)
+            if timeout is None:
+                break
+            tried += 1
             try:
-                response = self._http.post(self._endpoint, json=payload, headers=headers)
+                response = self._http.post(
+                    self._endpoint, json=payload, headers=headers, timeout=timeout
+                )
             except httpx.RequestError as exc:
                 problem = f"unreachable ({type(exc).__name__})"
-                delay = backoff_seconds(attempt)
+                delay = backoff_seconds(tried)
             else:
                 if response.is_success:
                     return _json(response)
@@ -196,16 +210,28 @@ class EmbeddingsClient:
                     raise EmbeddingsUnavailableError(f"embeddings endpoint {problem}")
                 delay = retry_after_seconds(response.headers.get("Retry-After"))
                 if delay is None:
-                    delay = backoff_seconds(attempt)
-            if attempt < self.max_attempts:
-                logger.warning(
-                    "embeddings request failed; retrying",
-                    extra={"problem": problem, "attempt": attempt, "delay_s": round(delay, 3)},
-                )
-                self._sleep(delay)
-        raise EmbeddingsUnavailableError(
-            f"embeddings endpoint {problem} after {self.max_attempts} attempts"
-        )
+                    delay = backoff_seconds(tried)
+            if tried == self.max_attempts:
+                break
+            if deadline is not None and time.monotonic() + delay >= deadline:
+                break  # no time left for another attempt
+            logger.warning(
+                "embeddings request failed; retrying",
+                extra={"problem": problem, "attempt": tried, "delay_s": round(delay, 3)},
+            )
+            self._sleep(delay)
+        raise EmbeddingsUnavailableError(f"embeddings endpoint {problem} after {tried} attempts")
+
+    def _attempt_timeout(self, deadline: float | None) -> httpx.Timeout | None:
+        """The next attempt's timeout: the client's, shortened to what is left before the
+        deadline; None when nothing is left."""
+        if deadline is None:
+            return self._http.timeout
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        configured = self._http.timeout.read or left
+        return httpx.Timeout(min(left, configured))
 
 
 def _json(response: httpx.Response) -> Any:

@@ -6,6 +6,7 @@ import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header
+from pydantic import Field
 
 from context_ledger.attribution.publisher import parse_client_header, publish_attribution
 from context_ledger.auth.principal import Principal
@@ -14,6 +15,7 @@ from context_ledger.embeddings.client import get_embeddings_client
 from context_ledger.http.models import ApiModel
 from context_ledger.http.principal import current_principal
 from context_ledger.retrieval.cache import SearchCache
+from context_ledger.retrieval.query_vector import Cooldown, SearchMode
 from context_ledger.retrieval.request import RetrieveRequest
 from context_ledger.retrieval.service import DeliveredChunk, Dependencies, RetrieveAnswer, retrieve
 from context_ledger.settings import get_settings
@@ -22,8 +24,10 @@ from context_ledger.spaces.levels import Level
 
 router = APIRouter(tags=["retrieve"])
 
-#: One per process: a warm Lambda container keeps its search cache between requests.
+#: One per process: a warm Lambda container keeps its search cache between requests, and skips
+#: an embeddings endpoint that just failed for the cooldown.
 _CACHE = SearchCache()
+_COOLDOWN = Cooldown()
 
 Caller = Annotated[Principal, Depends(current_principal)]
 
@@ -84,6 +88,13 @@ class RetrieveResponse(ApiModel):
     tokens_used: int
     attribution_id: uuid.UUID
     request_id: str
+    search_mode: SearchMode = Field(
+        description="`hybrid` (vector and full-text) or `full_text` (no embeddings endpoint "
+        "configured, or it did not answer in time: see `warnings`)"
+    )
+    warnings: list[str] = Field(
+        default_factory=list, description="What made this answer less than it could be"
+    )
 
     @classmethod
     def of(cls, answer: RetrieveAnswer) -> RetrieveResponse:
@@ -102,6 +113,8 @@ class RetrieveResponse(ApiModel):
             tokens_used=answer.tokens_used,
             attribution_id=answer.attribution_id,
             request_id=answer.request_id,
+            search_mode=answer.search_mode,
+            warnings=list(answer.warnings),
         )
 
 
@@ -109,6 +122,7 @@ def dependencies() -> Dependencies:
     return Dependencies(
         settings=get_settings(),
         cache=_CACHE,
+        cooldown=_COOLDOWN,
         embedder=get_embeddings_client(),
         publish=publish_attribution,
     )

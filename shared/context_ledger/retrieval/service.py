@@ -26,6 +26,14 @@ from context_ledger.retrieval import store
 from context_ledger.retrieval.budget import fit_to_budget
 from context_ledger.retrieval.cache import CachedSearch, SearchCache
 from context_ledger.retrieval.chain import SearchSource, SearchSpace, search_sources, search_spaces
+from context_ledger.retrieval.query_vector import (
+    DEGRADED_WARNING,
+    Cooldown,
+    QueryVector,
+    SearchMode,
+    query_vector,
+    without_embedding,
+)
 from context_ledger.retrieval.related import pick_related
 from context_ledger.retrieval.request import RetrieveRequest
 from context_ledger.search.candidates import Candidate, find_candidates
@@ -61,6 +69,8 @@ class RetrieveAnswer:
     chunks: list[DeliveredChunk]
     tokens_used: int
     sources: dict[uuid.UUID, SearchSource] = field(default_factory=dict)
+    search_mode: SearchMode = SearchMode.HYBRID
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -71,6 +81,8 @@ class Dependencies:
     cache: SearchCache
     embedder: EmbeddingsClient | None
     publish: Callable[[dict[str, Any]], None]
+    #: One per process in the service (retrieval/query_vector.py); a fresh one by default.
+    cooldown: Cooldown = field(default_factory=Cooldown)
 
 
 def _cache_key(
@@ -100,7 +112,9 @@ def _search(
     request: RetrieveRequest,
     gate: EmbeddingGate,
     deps: Dependencies,
-) -> list[Candidate]:
+) -> tuple[list[Candidate], QueryVector]:
+    """The candidates and how they were found. A full-text fallback for an endpoint that failed
+    is not cached: the next request tries the endpoint again (after the cooldown)."""
     key = _cache_key(principal, spaces, sources, request, gate, deps)
     cached = deps.cache.get(key)
     if cached is not None:
@@ -108,23 +122,24 @@ def _search(
             conn, org_id=principal.org_id, ids=list(cached.source_versions)
         )
         if current == cached.source_versions:
-            return list(cached.candidates)
+            return list(cached.candidates), without_embedding(gate)
         deps.cache.discard(key)  # a source was deleted or re-indexed since
-    query_vector = gate.embed_query_text(request.query)
+    query = query_vector(gate, request.query, settings=deps.settings, cooldown=deps.cooldown)
     candidates = find_candidates(
         conn,
         org_id=principal.org_id,
         source_ids=[s.id for s in sources],
         query=request.query,
-        query_vector=query_vector,
+        query_vector=query.vector,
         backend=deps.settings.search_backend,
         limit=CANDIDATES,
     )
-    versions = {
-        s.id: s.index_version for s in sources if any(c.source_id == s.id for c in candidates)
-    }
-    deps.cache.put(key, CachedSearch(candidates=tuple(candidates), source_versions=versions))
-    return candidates
+    if not query.degraded:
+        versions = {
+            s.id: s.index_version for s in sources if any(c.source_id == s.id for c in candidates)
+        }
+        deps.cache.put(key, CachedSearch(candidates=tuple(candidates), source_versions=versions))
+    return candidates, query
 
 
 def _ranked_chunks(
@@ -270,6 +285,7 @@ def attribution_event(
             "sourceIds": sorted({str(c.source.id) for c in answer.chunks}),
             "chunks": chunks,
             "tokensUsed": answer.tokens_used,
+            "searchMode": answer.search_mode.value,
             "client": {
                 "clientId": principal.client_id,
                 "clientName": client[0] if client else None,
@@ -304,7 +320,10 @@ def retrieve(
         settings=deps.settings,
         policy=policy,
     )
-    candidates = _search(conn, principal, spaces, found, request, gate, deps) if found else []
+    if found:
+        candidates, query = _search(conn, principal, spaces, found, request, gate, deps)
+    else:
+        candidates, query = [], without_embedding(gate)
     ranked = _ranked_chunks(conn, principal, candidates, sources, levels, request, deps)
     delivered, used = fit_to_budget(
         (_as_delivered(c, policy) for c in ranked), request.token_budget, lambda c: c.tokens
@@ -323,6 +342,8 @@ def retrieve(
         chunks=delivered,
         tokens_used=used,
         sources=sources,
+        search_mode=query.mode,
+        warnings=(DEGRADED_WARNING,) if query.degraded else (),
     )
     deps.publish(attribution_event(principal, request, answer, client=client_header))
     return answer

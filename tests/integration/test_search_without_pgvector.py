@@ -147,6 +147,31 @@ def test_the_pgvector_backend_fails_closed_without_pgvector(
     assert raised.value.status == 503
 
 
+def test_the_pgvector_backend_fails_closed_with_the_vector_search_on_a_side_connection(
+    plain_database: tuple[str, str], embedder: EmbeddingsClient
+) -> None:
+    url, _ = plain_database
+    migrate(url)
+    vector = embedder.embed(["refund receipt"])[0]
+
+    with (
+        psycopg.connect(url, row_factory=dict_row) as conn,
+        psycopg.connect(url, row_factory=dict_row) as side,
+    ):
+        admin, source = indexed(conn, embedder)
+        conn.commit()
+        with pytest.raises(PgvectorUnavailableError):
+            find_candidates(
+                conn,
+                org_id=admin.org_id,
+                source_ids=[source["id"]],
+                query="refund receipt",
+                query_vector=vector,
+                backend=SearchBackend.PGVECTOR,
+                side_connection=side,
+            )
+
+
 def test_the_pgvector_backend_fails_closed_when_pgvector_is_dropped_after_use(
     plain_database: tuple[str, str], embedder: EmbeddingsClient
 ) -> None:

@@ -186,15 +186,33 @@ def test_ensuring_the_index_twice_creates_one_index(conn: psycopg.Connection, hn
         (hnsw_64,),
     ).fetchall()
     assert len(definitions) == 1
-    assert "USING hnsw (((embedding_vector)::vector(64)) vector_cosine_ops)" in definitions[0][0]
+    assert "USING hnsw (((embedding_vector)::halfvec(64)) halfvec_cosine_ops)" in definitions[0][0]
     assert "WHERE (embedding_dims = 64)" in definitions[0][0]
 
 
-@pytest.mark.parametrize("dimensions", [0, 2001])
+def test_migration_0011_drops_full_precision_indexes_and_keeps_half_precision_ones(
+    conn: psycopg.Connection, hnsw_64: str
+) -> None:
+    conn.execute(
+        "CREATE INDEX chunks_embedding_hnsw_32 ON chunks"
+        " USING hnsw ((embedding_vector::vector(32)) vector_cosine_ops) WHERE embedding_dims = 32"
+    )
+    [migration] = [m for m in available_migrations() if m.version == 11]
+
+    conn.execute(migration.sql)
+
+    names = {
+        r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'chunks'")
+    }
+    assert "chunks_embedding_hnsw_32" not in names, "rebuilt in half precision by the next search"
+    assert hnsw_64 in names
+
+
+@pytest.mark.parametrize("dimensions", [0, 4001])
 def test_hnsw_refuses_dimensions_pgvector_cannot_index(
     conn: psycopg.Connection, dimensions: int
 ) -> None:
-    with pytest.raises(ValueError, match="1 to 2000"):
+    with pytest.raises(ValueError, match="1 to 4000"):
         ensure_vector_index(conn, dimensions)
 
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import psycopg
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from context_ledger.settings import Settings, get_settings
 
@@ -78,3 +78,27 @@ def connection() -> Iterator[psycopg.Connection]:
     """A pooled connection inside a transaction: committed on success, rolled back on error."""
     with get_pool().connection() as conn:
         yield conn
+
+
+#: How long spare_connection waits: psycopg_pool refuses at once a timeout of 0, even with a
+#: connection ready; a millisecond takes a ready one and leaves growing the pool to the next call.
+SPARE_WAIT_SECONDS = 0.001
+
+
+@contextmanager
+def spare_connection() -> Iterator[psycopg.Connection | None]:
+    """A second pooled connection for work that can run beside the request's own (one search
+    statement beside the other), or None when none is free right now: the caller then does the
+    work on its own connection. It never waits for one, so a busy pool costs nothing; a pool
+    below its maximum starts growing and the next request gets it. Outside a transaction: what
+    runs on it commits on its own."""
+    pool = get_pool()
+    try:
+        conn = pool.getconn(timeout=SPARE_WAIT_SECONDS)
+    except PoolTimeout:
+        yield None
+        return
+    try:
+        yield conn
+    finally:
+        pool.putconn(conn)

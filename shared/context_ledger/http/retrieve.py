@@ -10,7 +10,7 @@ from pydantic import Field
 
 from context_ledger.attribution.publisher import parse_client_header, publish_attribution
 from context_ledger.auth.principal import Principal
-from context_ledger.db import connection
+from context_ledger.db import connection, spare_connection
 from context_ledger.embeddings.client import get_embeddings_client
 from context_ledger.http.models import ApiModel
 from context_ledger.http.principal import current_principal
@@ -123,6 +123,7 @@ def dependencies() -> Dependencies:
         settings=get_settings(),
         cache=_CACHE,
         cooldown=_COOLDOWN,
+        side_connection=spare_connection,
         embedder=get_embeddings_client(),
         publish=publish_attribution,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Hashable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -83,6 +84,11 @@ class Dependencies:
     publish: Callable[[dict[str, Any]], None]
     #: One per process in the service (retrieval/query_vector.py); a fresh one by default.
     cooldown: Cooldown = field(default_factory=Cooldown)
+    #: A second connection for the vector search to run beside the text search, or None
+    #: (db.spare_connection in the service; by default both run on the request's connection).
+    side_connection: Callable[[], AbstractContextManager[psycopg.Connection | None]] = lambda: (
+        nullcontext()
+    )
 
 
 def _cache_key(
@@ -125,15 +131,17 @@ def _search(
             return list(cached.candidates), without_embedding(gate)
         deps.cache.discard(key)  # a source was deleted or re-indexed since
     query = query_vector(gate, request.query, settings=deps.settings, cooldown=deps.cooldown)
-    candidates = find_candidates(
-        conn,
-        org_id=principal.org_id,
-        source_ids=[s.id for s in sources],
-        query=request.query,
-        query_vector=query.vector,
-        backend=deps.settings.search_backend,
-        limit=CANDIDATES,
-    )
+    with deps.side_connection() if query.vector is not None else nullcontext() as side:
+        candidates = find_candidates(
+            conn,
+            org_id=principal.org_id,
+            source_ids=[s.id for s in sources],
+            query=request.query,
+            query_vector=query.vector,
+            backend=deps.settings.search_backend,
+            limit=CANDIDATES,
+            side_connection=side,
+        )
     if not query.degraded:
         versions = {
             s.id: s.index_version for s in sources if any(c.source_id == s.id for c in candidates)

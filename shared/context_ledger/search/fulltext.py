@@ -63,13 +63,21 @@ JOIN text_rank_versions v ON v.source_id = s.id AND v.index_version = s.index_ve
 """
 
 #: The BM25 rank of chunk ``c`` for the bound terms; NULL when it holds none of them.
+#:
+#: The chunk's tsvector is first cut down to the query's lexemes by C functions (``setweight`` of
+#: the given lexemes to A, then ``ts_filter`` keeping A), so the per-chunk subquery reads the
+#: two or three lexemes that matter rather than the forty a chunk holds, and finds each one's
+#: weight by its position in the bound array instead of joining a second set. Same ranks as a
+#: join of ``unnest(c.tsv)`` with the terms, 2-3x faster at 100k chunks (docs/decisions.md).
 RANK = sql.SQL(
     """(
-    SELECT sum(t.weight * u.tf * {k1_plus_1}
+    SELECT sum((%(weights)s::float8[])[array_position(%(lexemes)s::text[], u.lexeme)]
+               * u.tf * {k1_plus_1}
                / (u.tf + {k1} * (1 - {b} + {b} * length(c.tsv) / %(average_length)s)))
-    FROM (SELECT lexeme, greatest(cardinality(positions), 1) AS tf FROM unnest(c.tsv)) AS u
-    JOIN unnest(%(lexemes)s::text[], %(weights)s::float8[]) AS t(lexeme, weight)
-      USING (lexeme)
+    FROM (
+        SELECT lexeme, greatest(cardinality(positions), 1) AS tf
+        FROM unnest(ts_filter(setweight(setweight(c.tsv, 'D'), 'A', %(lexemes)s::text[]), '{{a}}'))
+    ) AS u
 )"""
 ).format(k1_plus_1=sql.Literal(K1 + 1), k1=sql.Literal(K1), b=sql.Literal(B))
 

@@ -44,8 +44,7 @@ _SETTINGS = sql.SQL(
 # (bench/retrieve.py at 100k chunks: 629 ms → 23 ms p50 for this statement).
 _SEARCH = sql.SQL(
     """
-SELECT c.id AS chunk_id, c.source_id, c.index_version,
-       1 - nullif({distance}, 'NaN') AS similarity
+SELECT c.id AS chunk_id, c.source_id, c.index_version, {similarity} AS similarity
 FROM chunks c
 WHERE c.org_id = %(org_id)s AND c.source_id = ANY(%(source_ids)s)
   AND c.index_version = (
@@ -78,7 +77,9 @@ def hnsw_search(conn: Connection, query: SearchQuery) -> list[Hit]:
     dimensions = vector_dimensions(query)
     key = _ensure_index(conn, dimensions)
     search = vector_search_sql(dimensions, table="c")
-    hits = _SEARCH.format(distance=search.distance, predicate=search.predicate)
+    hits = _SEARCH.format(
+        distance=search.distance, predicate=search.predicate, similarity=search.similarity
+    )
     settings = _SETTINGS.format(ef_search=sql.Literal(str(EF_SEARCH)))
     try:
         with conn.transaction():  # a transaction (or savepoint) to scope the settings

@@ -1,0 +1,107 @@
+"""The vector search on a side connection, beside the text search: the same candidates as one
+connection running both, for both backends; and the retrieve use case with the pool's spare
+connection gives the same answer as without."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+
+from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
+from context_ledger.db import connection, spare_connection
+from context_ledger.embeddings.client import EmbeddingsClient
+from context_ledger.local.embeddings_server import serve_embeddings
+from context_ledger.retrieval.cache import SearchCache
+from context_ledger.retrieval.request import RetrieveRequest
+from context_ledger.retrieval.service import Dependencies, retrieve
+from context_ledger.search.candidates import find_candidates
+from context_ledger.settings import SearchBackend, load_settings
+from context_ledger.sources import service
+from context_ledger.sources.model import Classification, Document, SourceKind
+from context_ledger.spaces.service import create_organisation
+
+TOPICS = ["refund", "invoice", "ledger", "payment", "customer", "receipt", "audit", "tax"]
+DOCS = [
+    Document(
+        f"notes/{i:02d}.md",
+        f"Note {i} on the {TOPICS[i % 8]} process: every {TOPICS[(i * 3) % 8]} is checked"
+        f" against the {TOPICS[(i * 5 + 1) % 8]} records.",
+    )
+    for i in range(40)
+]
+QUERIES = ["refund receipt", "ledger audit records", "tax payment process"]
+
+
+@pytest.fixture
+def indexed(db, database_url):
+    with serve_embeddings(dims=64) as server:
+        embedder = EmbeddingsClient(server.url, "hashing-64", dimensions=64)
+        with connection() as conn:
+            org = create_organisation(conn, name="Acme")
+            admin = Principal(
+                org_id=org.id,
+                user_id="root",
+                client_id="t",
+                scopes=frozenset({SCOPE_CONTEXT_ADMIN}),
+            )
+            source = service.create_source(
+                conn,
+                admin,
+                space_id=org.space_id,
+                kind=SourceKind.DOCS,
+                name="notes",
+                classification=Classification.INTERNAL,
+            )
+            service.index_snapshot(conn, admin, source["id"], DOCS, embedder=embedder)
+        yield admin, source["id"], embedder
+
+
+@pytest.mark.parametrize("backend", [SearchBackend.EXACT, SearchBackend.PGVECTOR])
+def test_a_side_connection_finds_exactly_what_one_connection_finds(
+    indexed, database_url, backend
+) -> None:
+    admin, source_id, embedder = indexed
+    for query in QUERIES:
+        vector = embedder.embed([query])[0]
+        found = {}
+        for mode in ("one connection", "side connection"):
+            with (
+                psycopg.connect(database_url, row_factory=dict_row) as conn,
+                psycopg.connect(database_url, row_factory=dict_row) as side,
+            ):
+                found[mode] = find_candidates(
+                    conn,
+                    org_id=admin.org_id,
+                    source_ids=[source_id],
+                    query=query,
+                    query_vector=vector,
+                    backend=backend,
+                    side_connection=side if mode == "side connection" else None,
+                )
+                assert side.info.transaction_status is psycopg.pq.TransactionStatus.IDLE
+
+        assert found["side connection"] == found["one connection"], query
+        assert any(c.found_by_vector for c in found["one connection"])
+
+
+def test_the_use_case_with_the_pools_spare_connection_answers_the_same(indexed) -> None:
+    admin, _, embedder = indexed
+    settings = load_settings(KEYSTONE_CONTEXT_SEARCH_BACKEND="pgvector")
+    request = RetrieveRequest.model_validate({"query": "refund receipt", "maxPerLevel": 20})
+    answers = []
+    for side in (None, spare_connection):
+        extra = {"side_connection": side} if side else {}
+        deps = Dependencies(
+            settings=settings,
+            cache=SearchCache(),
+            embedder=embedder,
+            publish=lambda _: None,
+            **extra,
+        )
+        with connection() as conn:
+            answer = retrieve(conn, admin, request, client_header=None, deps=deps)
+        answers.append([(c.row["id"], round(c.score, 9)) for c in answer.chunks])
+
+    assert answers[0] == answers[1]
+    assert len(answers[0]) == 20

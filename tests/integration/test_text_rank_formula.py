@@ -1,0 +1,86 @@
+"""The SQL BM25 rank (search/fulltext.py ``RANK``) is Okapi BM25 over the query's terms,
+checked against the formula computed here in Python from the chunks' own tsvectors: term
+frequencies above 1, several terms, chunks of different lengths, and terms a chunk lacks."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from psycopg import sql
+
+from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
+from context_ledger.db import connection
+from context_ledger.search import bm25
+from context_ledger.search.fulltext import RANK, SearchQuery, text_terms
+from context_ledger.sources import service
+from context_ledger.sources.model import Classification, Document, SourceKind
+from context_ledger.spaces.service import create_organisation
+
+DOCS = [
+    Document("a.md", "Refund the refund, then refund again: refunds need receipts."),
+    Document("b.md", "A receipt proves a purchase; keep every receipt for the refund desk."),
+    Document("c.md", "Chargebacks are forced refunds; the issuer decides, not the merchant."),
+    Document("d.md", "Holidays: the office closes in August and reopens in September."),
+]
+QUERY = "refund receipt chargeback merchant"
+
+_RANKS = sql.SQL("SELECT c.path, {rank} AS rank FROM chunks c WHERE c.source_id = %(source)s")
+_TERM_COUNTS = """
+SELECT c.path, length(c.tsv) AS length, u.lexeme, cardinality(u.positions) AS tf
+FROM chunks c, unnest(c.tsv) AS u WHERE c.source_id = %(source)s
+"""
+
+
+@pytest.fixture
+def source(db) -> tuple[uuid.UUID, uuid.UUID]:
+    with connection() as conn:
+        org = create_organisation(conn, name="Acme")
+        admin = Principal(
+            org_id=org.id, user_id="root", client_id="t", scopes=frozenset({SCOPE_CONTEXT_ADMIN})
+        )
+        created = service.create_source(
+            conn,
+            admin,
+            space_id=org.space_id,
+            kind=SourceKind.DOCS,
+            name="docs",
+            classification=Classification.INTERNAL,
+        )
+        service.index_snapshot(conn, admin, created["id"], DOCS, embedder=None)
+    return org.id, created["id"]
+
+
+def expected_ranks(rows: list[dict], lexemes: tuple[str, ...], weights, average: float) -> dict:
+    """Okapi BM25 per chunk, from its term frequencies; None when it holds no query term."""
+    weight = dict(zip(lexemes, weights, strict=True))
+    ranks: dict[str, float | None] = {}
+    for row in rows:
+        ranks.setdefault(row["path"], None)
+        if row["lexeme"] not in weight:
+            continue
+        tf = max(row["tf"], 1)
+        norm = bm25.K1 * (1 - bm25.B + bm25.B * row["length"] / average)
+        term = weight[row["lexeme"]] * tf * (bm25.K1 + 1) / (tf + norm)
+        ranks[row["path"]] = (ranks[row["path"]] or 0.0) + term
+    return ranks
+
+
+def test_the_sql_rank_is_okapi_bm25_over_every_query_term(source) -> None:
+    org_id, source_id = source
+    with connection() as conn:
+        query = SearchQuery(org_id, [source_id], QUERY, None, 10)
+        terms = text_terms(conn, query)
+        params = SearchQuery(org_id, [source_id], QUERY, None, 10, terms).params()
+        ranks = {
+            r["path"]: r["rank"]
+            for r in conn.execute(_RANKS.format(rank=RANK), {**params, "source": source_id})
+        }
+        counts = conn.execute(_TERM_COUNTS, {"source": source_id}).fetchall()
+
+    expected = expected_ranks(counts, terms.lexemes, terms.weights, terms.average_length)
+    assert len(terms.lexemes) == 4, "every query word is a term of the source"
+    assert ranks["d.md"] is None, "no query term: no rank"
+    for path in ["a.md", "b.md", "c.md"]:
+        assert ranks[path] == pytest.approx(expected[path], rel=1e-12), path
+    assert ranks["a.md"] > ranks["b.md"], "four refunds outweigh one"

@@ -11,7 +11,7 @@ ifeq ($(PY312),)
 PY312 := $(shell command -v python3.12 2>/dev/null)
 endif
 
-.PHONY: install dev demo test fuzz lint lint-sam format build eval bench bench-retrieve bench-gateway bench-dlp bench-relevant bench-chain bench-embeddings load clean
+.PHONY: install dev demo test fuzz lint lint-sam format build eval bench bench-ingest bench-retrieve bench-gateway bench-dlp bench-relevant bench-chain bench-embeddings bench-quotas load faults clean
 
 $(BIN)/context-ledger: pyproject.toml shared/requirements.txt functions/embeddings/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -53,7 +53,10 @@ eval: install  ## retrieval quality on SciFact and CoSQA (ARGS="--configs full-t
 	$(BIN)/pip install --quiet -e '.[eval]'
 	$(BIN)/python bench/quality.py $(ARGS)
 
-bench: install  ## ingest throughput (this repo + SciFact) against its baselines
+bench: install  ## the performance suite: every bench + cold starts -> bench/results/, BENCHMARKS.md, plots (ARGS=--quick)
+	$(BIN)/python bench/suite.py $(ARGS)
+
+bench-ingest: install  ## ingest throughput (this repo + SciFact) against its baselines
 	$(BIN)/python bench/ingest.py
 
 bench-retrieve: install  ## retrieve latency: handler vs bare search SQL, 10k/100k chunks, both backends
@@ -80,8 +83,14 @@ bench-dlp: install  ## DLP redaction MB/s (mixed corpus, this repo) and per-kind
 bench-gateway: install  ## model gateway added latency vs a direct call to the stand-in provider
 	$(BIN)/python bench/gateway.py
 
+bench-quotas: install  ## a noisy tenant against a quiet one, limited and not; the limiter's added latency (ARGS="--seconds 10")
+	$(BIN)/python bench/quotas.py $(ARGS)
+
 load: install  ## 32 clients for 60 s against the local runtime, then chain verified and counts reconciled (ARGS="--clients 8 --seconds 20")
 	$(BIN)/python bench/load.py $(ARGS)
+
+faults: install  ## faults under load (PostgreSQL restart, SQS down, writer killed, embeddings slow/503/down), each 3 times, then nothing lost (ARGS=--quick)
+	$(BIN)/python bench/faults.py $(ARGS)
 
 $(SAM_VENV)/bin/sam:
 	$(PYTHON) -m venv $(SAM_VENV)

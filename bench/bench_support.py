@@ -7,7 +7,9 @@ the template deploys, through its real entry point.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,3 +55,33 @@ def load_queries(path: Path, count: int) -> list[str]:
             if len(queries) >= count:
                 break
     return list(queries)
+
+
+def git_revision() -> str:
+    """The checkout's commit (short), ``+dirty`` when the work tree differs from it."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=TEMPLATE.parent, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    revision = git("rev-parse", "--short", "HEAD") or "unknown"
+    return f"{revision}+dirty" if git("status", "--porcelain", "--untracked-files=no") else revision
+
+
+def write_results(path: Path | None, figures: dict[str, Any]) -> None:
+    """Write a benchmark's figures as JSON (its ``--json PATH``), dataclasses as objects.
+
+    ``bench/suite.py`` reads these instead of the printed tables, which stay for people.
+    """
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(figures, indent=2, default=_as_json) + "\n")
+
+
+def _as_json(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from bench_support import LambdaFunction, load_function
+from bench_support import LambdaFunction, load_function, write_results
 from psycopg.rows import dict_row
 
 REPO = Path(__file__).resolve().parents[1]
@@ -218,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=5000, help="records per append row")
     parser.add_argument("--repeat", type=int, default=3, help="verify runs per row (best kept)")
+    parser.add_argument("--json", type=Path, help="also write the rows here (bench/suite.py)")
     args = parser.parse_args(argv)
     if args.records < 4 * BATCH:
         parser.error(f"--records must be at least {4 * BATCH}")
@@ -270,6 +271,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<38}{seconds:>9.3f}{rate:>12}")
     print()
     print(f"total {time.perf_counter() - started:.0f} s")
+    write_results(
+        args.json,
+        {
+            "records": n,
+            "record_bytes": len(rows[0][5]),
+            "appends": [{"name": name, "seconds": s} for name, s in appends],
+            "verifies": [{"name": name, "seconds": s} for name, s in verifies],
+        },
+    )
     return 0
 
 

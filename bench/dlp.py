@@ -23,6 +23,9 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from bench_support import write_results
 
 from context_ledger.dlp.redaction import Redactor
 
@@ -45,7 +48,8 @@ def repo_documents() -> list[str]:
     texts = []
     for name in files:
         path = ROOT / name
-        if path.suffix in REPO_SUFFIXES and "bench/data" not in name:
+        # is_file: a tracked file deleted in the work tree is not part of it
+        if path.suffix in REPO_SUFFIXES and "bench/data" not in name and path.is_file():
             texts.append(path.read_text(errors="replace"))
     return texts
 
@@ -73,22 +77,35 @@ def detect_secrets_scan() -> Callable[[str], object] | None:
     return scan
 
 
-def report_throughput(name: str, texts: list[str], redactor: Redactor, repeat: int) -> None:
+def report_throughput(
+    name: str, texts: list[str], redactor: Redactor, repeat: int
+) -> dict[str, Any]:
     size = sum(len(t.encode()) for t in texts) / 1e6
     print(f"\n{name}: {len(texts)} documents, {size:.2f} MB, x{repeat}")
-    print(f"  redact (all detectors)      {throughput(texts, redactor.redact, repeat):8.1f} MB/s")
+    redact = throughput(texts, redactor.redact, repeat)
+    print(f"  redact (all detectors)      {redact:8.1f} MB/s")
     single = throughput(texts, lambda t: _SINGLE_REGEX.findall(t), repeat)
     print(f"  baseline: one regex pass     {single:8.1f} MB/s")
     ds = detect_secrets_scan()
-    if ds is not None:
-        print(f"  baseline: detect-secrets     {throughput(texts, ds, 1):8.3f} MB/s (x1)")
+    detect_secrets = None if ds is None else throughput(texts, ds, 1)
+    if detect_secrets is not None:
+        print(f"  baseline: detect-secrets     {detect_secrets:8.3f} MB/s (x1)")
+    return {
+        "corpus": name,
+        "documents": len(texts),
+        "mb": size,
+        "repeat": repeat,
+        "redact_mb_s": redact,
+        "regex_mb_s": single,
+        "detect_secrets_mb_s": detect_secrets,
+    }
 
 
 def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] < b[1] and b[0] < a[1]
 
 
-def report_quality(sample: list[dict], redactor: Redactor) -> None:
+def report_quality(sample: list[dict], redactor: Redactor) -> dict[str, Any]:
     tp, fp, found, total = Counter(), Counter(), Counter(), Counter()
     survived = 0
     flagged_decoy_docs = 0
@@ -117,30 +134,52 @@ def report_quality(sample: list[dict], redactor: Redactor) -> None:
                 survived += 1
     print(f"\nlabelled sample: {len(sample)} documents, {sum(total.values())} planted items")
     print(f"  {'kind':<18} {'labels':>6} {'precision':>9} {'recall':>7} {'FP':>4}")
+    kinds = []
     for kind in sorted(set(total) | set(fp)):
         flagged = tp[kind] + fp[kind]
         precision = tp[kind] / flagged if flagged else float("nan")
         recall = found[kind] / total[kind] if total[kind] else float("nan")
         print(f"  {kind:<18} {total[kind]:>6} {precision:>9.3f} {recall:>7.3f} {fp[kind]:>4}")
+        kinds.append(
+            {
+                "kind": kind,
+                "labels": total[kind],
+                "precision": precision if flagged else None,
+                "recall": recall if total[kind] else None,
+                "false_positives": fp[kind],
+            }
+        )
     all_fp = sum(fp.values())
     all_tp = sum(tp.values())
-    print(
-        f"  overall precision {all_tp / (all_tp + all_fp):.3f}, recall "
-        f"{sum(found.values()) / sum(total.values()):.3f}"
-    )
+    overall_precision = all_tp / (all_tp + all_fp)
+    overall_recall = sum(found.values()) / sum(total.values())
+    print(f"  overall precision {overall_precision:.3f}, recall {overall_recall:.3f}")
     print(f"  planted items surviving redaction: {survived}")
     print(f"  documents without plants that had something redacted: {flagged_decoy_docs}")
+    return {
+        "documents": len(sample),
+        "planted": sum(total.values()),
+        "kinds": kinds,
+        "precision": overall_precision,
+        "recall": overall_recall,
+        "survived": survived,
+        "flagged_decoy_documents": flagged_decoy_docs,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", type=Path, help="also write the figures here (bench/suite.py)")
     args = parser.parse_args()
     redactor = Redactor()
     sample = load_sample()
-    report_throughput("mixed corpus", [d["text"] for d in sample], redactor, args.repeat)
-    report_throughput("this repository", repo_documents(), redactor, args.repeat)
-    report_quality(sample, redactor)
+    throughputs = [
+        report_throughput("mixed corpus", [d["text"] for d in sample], redactor, args.repeat),
+        report_throughput("this repository", repo_documents(), redactor, args.repeat),
+    ]
+    quality = report_quality(sample, redactor)
+    write_results(args.json, {"throughput": throughputs, "quality": quality})
 
 
 if __name__ == "__main__":

@@ -131,6 +131,10 @@ def main() -> int:
         default=os.environ.get("BENCH_TORCH_PYTHON", str(REPO / ".venv-torch" / "bin" / "python")),
         help="an interpreter with sentence-transformers and torch (skipped if missing)",
     )
+    parser.add_argument(
+        "--no-torch", action="store_true", help="the numpy and hashing rows only (make bench)"
+    )
+    parser.add_argument("--json", type=Path, help="also write the rows here (bench/suite.py)")
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -138,10 +142,13 @@ def main() -> int:
         return 0
 
     import numpy as np
+    from bench_support import write_results  # not at the top: workers' cold starts import none
 
     docs, titles = _load_texts(args.corpus, args.docs)
     pythons = {"self": sys.executable}
-    if Path(args.torch_python).exists():
+    if args.no_torch:
+        print("(torch rows skipped: --no-torch)")
+    elif Path(args.torch_python).exists():
         pythons["torch"] = args.torch_python
     else:
         print(f"(torch rows skipped: no {args.torch_python}; `make bench-embeddings` builds it)")
@@ -167,13 +174,16 @@ def main() -> int:
             f"{runtime:<16}{row['cold_start_s']:>14.2f}{row['peak_rss_mb']:>13.0f}"
             f"{row['docs_per_s']:>10.1f}{row['titles_per_s']:>10.1f}"
         )
+    agreement = None
     if "torch" in vectors:
         cosines = (vectors["numpy"] * vectors["torch"]).sum(axis=1)
+        agreement = {"cosine_min": float(cosines.min()), "cosine_mean": float(cosines.mean())}
         print(
             f"\nnumpy vs torch, {len(cosines)} texts: cosine min {cosines.min():.7f}, "
             f"mean {cosines.mean():.7f}; max |difference| "
             f"{np.abs(vectors['numpy'] - vectors['torch']).max():.2e}"
         )
+    write_results(args.json, {"docs": len(docs), "rows": rows, "agreement": agreement})
     return 0
 
 

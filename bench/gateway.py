@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from bench_support import load_function
+from bench_support import load_function, write_results
 
 REPO = Path(__file__).resolve().parents[1]
 ROUTE_KEY = "POST /api/v1/models/chat/completions"
@@ -214,6 +214,7 @@ def run(calls: int, report: Callable[[str], None]) -> list[Row]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=300, help="measured calls per case")
+    parser.add_argument("--json", type=Path, help="also write the rows here (bench/suite.py)")
     args = parser.parse_args(argv)
     if args.calls < 2:
         parser.error("--calls must be at least 2")
@@ -226,8 +227,9 @@ def main(argv: list[str] | None = None) -> int:
 
     with scratch_database():
         print(HEADER)
-        run(args.calls, lambda line: print(line, flush=True))
+        rows = run(args.calls, lambda line: print(line, flush=True))
     print(f"total {time.perf_counter() - started:.0f} s")
+    write_results(args.json, {"calls": args.calls, "rows": rows})
     return 0
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+from bench_support import write_results
 from tqdm import tqdm
 
 REPO = Path(__file__).resolve().parents[1]
@@ -217,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--code", type=Path, default=REPO, help="code base to ingest")
     parser.add_argument("--docs", type=Path, default=DEFAULT_DOCS, help="BEIR corpus.jsonl")
     parser.add_argument("--docs-limit", type=int, help="ingest only the first N docs")
+    parser.add_argument("--json", type=Path, help="also write the rows here (bench/suite.py)")
     args = parser.parse_args(argv)
     os.environ.setdefault("KEYSTONE_ENVIRONMENT", "local")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
@@ -228,9 +230,16 @@ def main(argv: list[str] | None = None) -> int:
         corpora.append(("docs", docs_documents(args.docs, args.docs_limit), SourceKind.DOCS))
     else:
         print(f"no docs corpus at {args.docs}; code only", file=sys.stderr)
+    results: list[Result] = []
+
+    def report(result: Result) -> None:
+        results.append(result)
+        print(result.row(), flush=True)
+
     with scratch_database() as url:
         print(HEADER)
-        run(corpora, url, lambda result: print(result.row(), flush=True))
+        run(corpora, url, report)
+    write_results(args.json, {"docs_limit": args.docs_limit, "rows": results})
     return 0
 
 

@@ -152,8 +152,8 @@ class ClientState:
         return [r for r in self.retrievals if now - r.answered >= ATTRIBUTION_READ_AGE]
 
 
-# (phase, endpoint, status, error code or link outcome, seconds)
-Sample = tuple[str, str, int, str, float]
+# (phase, endpoint, status, error code / link outcome / search mode, seconds, started: epoch s)
+Sample = tuple[str, str, int, str, float, float]
 
 
 def run_clients(plan: LoadPlan, events: Any) -> None:
@@ -210,15 +210,17 @@ async def _client(
         if endpoint == "gateway" and not state.retrievals:
             endpoint = "retrieve"
         request = _request(endpoint, rng, plan, state, now)
+        started_at = time.time()
         started = time.perf_counter()
         try:
             response = await _send(http, request, headers)
         except httpx.HTTPError as exc:
-            samples.append((plan.phase, endpoint, 0, type(exc).__name__, _since(started)))
+            failed = (plan.phase, endpoint, 0, type(exc).__name__, _since(started), started_at)
+            samples.append(failed)
             continue
         seconds = _since(started)
         detail = _detail(endpoint, response)
-        samples.append((plan.phase, endpoint, response.status_code, detail, seconds))
+        samples.append((plan.phase, endpoint, response.status_code, detail, seconds, started_at))
         if endpoint == "retrieve" and response.status_code == 200:
             answer = response.json()
             state.retrievals.append(Retrieval(answer["requestId"], time.monotonic()))
@@ -257,7 +259,8 @@ def _since(started: float) -> float:
 
 
 def _detail(endpoint: str, response: httpx.Response) -> str:
-    """The error code of an error answer; the link outcome of a gateway answer."""
+    """The error code of an error answer; the link outcome of a gateway answer; the search mode
+    of a retrieval (``hybrid``, or ``full_text`` when the embeddings endpoint failed)."""
     if response.status_code >= 400:
         try:
             return str(response.json()["error"]["code"])
@@ -265,6 +268,8 @@ def _detail(endpoint: str, response: httpx.Response) -> str:
             return ""
     if endpoint == "gateway":
         return response.headers.get("X-Keystone-Context-Link", "")
+    if endpoint == "retrieve":
+        return str(response.json().get("searchMode", ""))
     return ""
 
 
@@ -402,14 +407,22 @@ class WriterPlan:
     sqs_endpoint: str
 
 
-def run_writer(plan: WriterPlan, stop: Any) -> None:
+def run_writer(plan: WriterPlan, stop: Any, busy: Any) -> None:
     """Child process entry: Lambda's event source mapping for the attribution writer, as the
-    runtime's own poller does it, in a process of its own (as a concurrent Lambda would be)."""
+    runtime's own poller does it, in a process of its own (as a concurrent Lambda would be).
+    ``busy`` (a shared int) holds the size of the batch being processed, 0 between batches."""
+    import logging
+
     import boto3
 
     from context_ledger.local.invoker import Invoker
     from context_ledger.local.queues import LocalQueue, QueuePoller
     from context_ledger.local.template import read_template
+
+    # Quiet: a fault run (bench/faults.py) would print a line (or a traceback) per failed poll,
+    # connect and batch; its figures say what failed.
+    for name in ("context_ledger.local.queues", "psycopg.pool"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
 
     template = read_template(TEMPLATE)
     function = template.function(WRITER_FUNCTION)
@@ -424,13 +437,21 @@ def run_writer(plan: WriterPlan, stop: Any) -> None:
         arn["Attributes"]["QueueArn"],
     )
     invoker = Invoker({function.logical_id: function}, region=plan.region)
+
+    def invoke(name: str, event: Any) -> Any:
+        busy.value = len(event["Records"])
+        try:
+            return invoker.invoke(name, event)
+        finally:
+            busy.value = 0
+
     pollers = [
         QueuePoller(
             sqs,
             function=function,
             source=source,
             queue=queue,
-            invoke=invoker.invoke,
+            invoke=invoke,
             region=plan.region,
         )
         for source in function.sqs_sources
@@ -444,28 +465,56 @@ def run_writer(plan: WriterPlan, stop: Any) -> None:
         poller.join()
 
 
-@contextmanager
-def writer_processes(runtime: Any, count: int) -> Iterator[None]:
-    """``count`` more writers on the attribution queue while in the block."""
-    context = multiprocessing.get_context("spawn")
-    stop = context.Event()
-    plan = WriterPlan(
-        queue_url=runtime.queue_url(ATTRIBUTION_QUEUE),
-        region=runtime.region,
-        sqs_endpoint=runtime.sqs_endpoint,
-    )
-    writers = [
-        context.Process(target=run_writer, args=(plan, stop), name=f"writer-{n}")
-        for n in range(count)
-    ]
-    for writer in writers:
+class WriterGroup:
+    """Writer processes on the runtime's attribution queue; ``busy[i]`` is the size of the batch
+    writer ``i`` is processing (0: none), so that a fault can strike one mid-batch.
+
+    Each writer has a stop event of its own: setting an event waits for every process waiting
+    on it to wake, and a writer killed with SIGKILL never does."""
+
+    def __init__(self, runtime: Any) -> None:
+        self._context = multiprocessing.get_context("spawn")
+        self._stops: list[Any] = []
+        self._plan = WriterPlan(
+            queue_url=runtime.queue_url(ATTRIBUTION_QUEUE),
+            region=runtime.region,
+            sqs_endpoint=runtime.sqs_endpoint,
+        )
+        self.processes: list[Any] = []
+        self.busy: list[Any] = []
+
+    def add(self) -> int:
+        """Start one more writer; returns its index."""
+        busy = self._context.Value("i", 0, lock=False)  # one writer; a lock could die with it
+        stop = self._context.Event()
+        index = len(self.processes)
+        writer = self._context.Process(
+            target=run_writer, args=(self._plan, stop, busy), name=f"writer-{index}"
+        )
         writer.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        for writer in writers:
+        self.processes.append(writer)
+        self.busy.append(busy)
+        self._stops.append(stop)
+        return index
+
+    def stop(self) -> None:
+        for writer, stop in zip(self.processes, self._stops, strict=True):
+            if writer.is_alive():
+                stop.set()
+        for writer in self.processes:
             writer.join()
+
+
+@contextmanager
+def writer_processes(runtime: Any, count: int) -> Iterator[WriterGroup]:
+    """``count`` more writers on the attribution queue while in the block."""
+    group = WriterGroup(runtime)
+    for _ in range(count):
+        group.add()
+    try:
+        yield group
+    finally:
+        group.stop()
 
 
 # --- what is watched during the load ----------------------------------------------------------
@@ -515,8 +564,13 @@ class QueueWatch:
         self._thread.join()
 
     def _run(self) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
         while not self._stop.wait(1.0):
-            visible, in_flight = self.counts()
+            try:
+                visible, in_flight = self.counts()
+            except (BotoCoreError, ClientError):
+                continue  # the SQS endpoint is down (bench/faults.py): no sample this second
             self.samples.append((self.phase, visible, in_flight, self.oldest_age()))
 
     def latest(self) -> tuple[int, int, float]:
@@ -552,22 +606,29 @@ class EvidenceLag:
         self._thread.join()
 
     def _run(self) -> None:
-        with psycopg.connect(self._url, autocommit=True) as conn:
-            while not self._stop.wait(LAG_POLL_SECONDS):
-                with self._lock:
-                    ids = list(self._pending)
-                if not ids:
-                    continue
-                rows = conn.execute(
-                    "SELECT attribution_id::text FROM attributions"
-                    " WHERE attribution_id = ANY(%s::uuid[])",
-                    (ids,),
-                ).fetchall()
-                seen = time.time()
-                with self._lock:
-                    for (attribution_id,) in rows:
-                        phase, answered_at = self._pending.pop(attribution_id)
-                        self.lags.append((phase, seen - answered_at))
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self._url, autocommit=True) as conn:
+                    self._poll(conn)
+            except psycopg.OperationalError:
+                self._stop.wait(LAG_POLL_SECONDS)  # the database restarts (bench/faults.py)
+
+    def _poll(self, conn: psycopg.Connection) -> None:
+        while not self._stop.wait(LAG_POLL_SECONDS):
+            with self._lock:
+                ids = list(self._pending)
+            if not ids:
+                continue
+            rows = conn.execute(
+                "SELECT attribution_id::text FROM attributions"
+                " WHERE attribution_id = ANY(%s::uuid[])",
+                (ids,),
+            ).fetchall()
+            seen = time.time()
+            with self._lock:
+                for (attribution_id,) in rows:
+                    phase, answered_at = self._pending.pop(attribution_id)
+                    self.lags.append((phase, seen - answered_at))
 
 
 # --- one phase ----------------------------------------------------------------------------------
@@ -582,8 +643,15 @@ class PhaseResult:
     attribution_ids: list[str]
 
 
-def run_phase(plan: LoadPlan, watch: QueueWatch, lag: EvidenceLag, started: float) -> PhaseResult:
-    """Run ``plan`` in a child process; feed the lag probe and print progress while it runs."""
+def run_phase(
+    plan: LoadPlan,
+    watch: QueueWatch,
+    lag: EvidenceLag,
+    started: float,
+    lag_every: int = LAG_SAMPLE_EVERY,
+) -> PhaseResult:
+    """Run ``plan`` in a child process; feed the lag probe (every ``lag_every``-th retrieval)
+    and print progress while it runs."""
     context = multiprocessing.get_context("spawn")
     events = context.Queue()
     child = context.Process(target=run_clients, args=(plan, events), name=f"clients-{plan.phase}")
@@ -606,8 +674,8 @@ def run_phase(plan: LoadPlan, watch: QueueWatch, lag: EvidenceLag, started: floa
             continue
         if event[0] == "retrieval":
             _, attribution_id, answered_at = event
-            if len(attribution_ids) % LAG_SAMPLE_EVERY == 0:
-                lag.add(plan.phase, attribution_id, answered_at)
+            if len(attribution_ids) % lag_every == 0:
+                lag.add(watch.phase, attribution_id, answered_at)  # the phase or a fault window
             attribution_ids.append(attribution_id)
         elif event[0] == "tick":
             _, phase, requests, errors = event
@@ -784,6 +852,27 @@ def stand_ins() -> Iterator[tuple[str, str]]:
         yield embeddings.url, provider.url
 
 
+def runtime_env(
+    home: Path, keys: Any, database_url: str, embeddings_url: str, provider_url: str, pool_max: int
+) -> dict[str, str]:
+    """The local runtime's environment: the scratch database, the stand-ins, a pool of
+    ``pool_max`` connections, and no memory rate limit."""
+    return {
+        "KEYSTONE_ENVIRONMENT": "local",
+        "CONTEXT_LEDGER_HOME": str(home),
+        "DATABASE_URL": database_url,
+        "KEYSTONE_AUTH_JWKS_URL": keys.jwks_url,
+        "KEYSTONE_EVIDENCE_HMAC_KEY": secrets.token_hex(32),
+        "KEYSTONE_CONTEXT_EMBEDDINGS_URL": embeddings_url,
+        "KEYSTONE_CONTEXT_EMBEDDINGS_MODEL": f"hashing-{EMBEDDINGS_DIMENSIONS}",
+        "KEYSTONE_CONTEXT_EMBEDDINGS_DIMENSIONS": str(EMBEDDINGS_DIMENSIONS),
+        "KEYSTONE_MODELS_PROVIDER_URL": provider_url,
+        # 32 clients as 4 users would be throttled at the default 600 a minute per caller.
+        "VENKAI_MEMORY_RATE_LIMIT_PER_MINUTE": "1000000",
+        "KEYSTONE_DB_POOL_MAX": str(pool_max),
+    }
+
+
 def run(args: argparse.Namespace, database_url: str) -> bool:
     from gateway import silence_log_output  # bench/gateway.py
 
@@ -794,20 +883,9 @@ def run(args: argparse.Namespace, database_url: str) -> bool:
     home = Path(tempfile.mkdtemp(prefix="ctxl-load-home-"))
     keys = ensure_local_keys(home)
     with stand_ins() as (embeddings_url, provider_url):
-        env = {
-            "KEYSTONE_ENVIRONMENT": "local",
-            "CONTEXT_LEDGER_HOME": str(home),
-            "DATABASE_URL": database_url,
-            "KEYSTONE_AUTH_JWKS_URL": keys.jwks_url,
-            "KEYSTONE_EVIDENCE_HMAC_KEY": secrets.token_hex(32),
-            "KEYSTONE_CONTEXT_EMBEDDINGS_URL": embeddings_url,
-            "KEYSTONE_CONTEXT_EMBEDDINGS_MODEL": f"hashing-{EMBEDDINGS_DIMENSIONS}",
-            "KEYSTONE_CONTEXT_EMBEDDINGS_DIMENSIONS": str(EMBEDDINGS_DIMENSIONS),
-            "KEYSTONE_MODELS_PROVIDER_URL": provider_url,
-            # 32 clients as 4 users would be throttled at the default 600 a minute per caller.
-            "VENKAI_MEMORY_RATE_LIMIT_PER_MINUTE": "1000000",
-            "KEYSTONE_DB_POOL_MAX": str(args.pool_max),
-        }
+        env = runtime_env(
+            home, keys, database_url, embeddings_url, provider_url, pool_max=args.pool_max
+        )
         with LocalRuntime(TEMPLATE, port=0, env=env) as runtime:
             silence_log_output()
             print(

@@ -27,6 +27,11 @@ as the use case does (one source, one level weight: the order is the formula's a
     .venv/bin/python bench/quality.py --configs full-text --quick 100  # first 100 queries
     .venv/bin/python bench/quality.py --configs minilm --embeddings-url http://127.0.0.1:8089/v1
 
+The in-process MiniLM keeps every vector it computes in ``~/.cache/context-ledger-eval`` (keyed
+by sha256 of model and text; ``--embeddings-cache DIR``, ``--no-embeddings-cache``), so a rerun
+after a change to ranking or text processing re-ingests in seconds instead of tens of minutes.
+An answer that fell back to full-text (no query vector in time) stops a hybrid run.
+
 Uses DATABASE_URL when set (on a scratch database it creates and drops), else embedded PostgreSQL.
 """
 
@@ -46,6 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from embeddings_cache import CachedEmbeddings
+from quality_results import QUALITY_RESULTS, record_quality
 from tqdm import tqdm
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,6 +64,7 @@ MAX_PER_LEVEL = 50
 BATCH_DOCUMENTS = 250
 HASHING_DIMENSIONS = 384
 MODEL_TIMEOUT_SECONDS = 300.0
+EMBEDDINGS_CACHE = Path.home() / ".cache" / "context-ledger-eval"
 MEASURES = {"ndcg_cut_10": "nDCG@10", "recall_100": "Recall@100", "recip_rank": "MRR@10"}
 
 
@@ -269,6 +277,7 @@ def evaluate(
 
     from context_ledger.db import connection
     from context_ledger.retrieval import store
+    from context_ledger.retrieval.query_vector import SearchMode
     from context_ledger.retrieval.request import RetrieveRequest
     from context_ledger.retrieval.service import Dependencies, retrieve
     from context_ledger.search.hybrid import rank
@@ -276,7 +285,13 @@ def evaluate(
 
     cache = recording_cache()
     deps = Dependencies(
-        settings=load_settings(KEYSTONE_CONTEXT_SEARCH_BACKEND=backend),
+        # The model shares a loaded machine with the database: a query's vector may take
+        # seconds, and an answer that fell back to full-text would not measure the hybrid.
+        settings=load_settings(
+            KEYSTONE_CONTEXT_SEARCH_BACKEND=backend,
+            KEYSTONE_CONTEXT_EMBEDDINGS_QUERY_TIMEOUT_SECONDS=60,
+            KEYSTONE_CONTEXT_EMBEDDINGS_COOLDOWN_SECONDS=0,
+        ),
         cache=cache,
         embedder=embedder,
         publish=lambda event: None,  # the attribution queue is not what is measured here
@@ -307,6 +322,8 @@ def evaluate(
             rows = store.chunks_by_id(conn, org_id=tenant.caller.org_id, ids=ordered)
         delivered = ranked_run([chunk.row["path"] for chunk in answer.chunks], 10)
         short += len(delivered) < 10
+        if embedder is not None and answer.search_mode is not SearchMode.HYBRID:
+            raise RuntimeError(f"query {query_id} was answered full-text only: no vector in time")
         top[query_id] = delivered
         deep[query_id] = ranked_run([rows[i]["path"] for i in ordered if i in rows], 100)
         if candidates_out is not None:
@@ -375,7 +392,9 @@ def embeddings_client(config: str, args: argparse.Namespace) -> Iterator[Any]:
     from context_ledger.embeddings.minilm import MiniLMEmbeddingProvider
     from context_ledger.embeddings.serving import MiniLMService
 
-    service = MiniLMService(MiniLMEmbeddingProvider())
+    service: Any = MiniLMService(MiniLMEmbeddingProvider())
+    if args.embeddings_cache is not None:
+        service = CachedEmbeddings(service, args.embeddings_model, args.embeddings_cache)
     with serve_embeddings(service=service) as server:
         yield EmbeddingsClient(server.url, args.embeddings_model, timeout=timeout)
 
@@ -440,7 +459,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", type=int, metavar="N", help="only the first N queries")
     parser.add_argument("--embeddings-url", help="minilm: an OpenAI-compatible endpoint to use")
     parser.add_argument("--embeddings-model", default="all-MiniLM-L6-v2")
+    parser.add_argument(
+        "--embeddings-cache",
+        type=Path,
+        default=EMBEDDINGS_CACHE,
+        help="minilm in-process: keep vectors in DIR/embeddings.sqlite3, keyed by model and text,"
+        f" so a corpus is embedded once (default {EMBEDDINGS_CACHE})",
+    )
+    parser.add_argument(
+        "--no-embeddings-cache",
+        dest="embeddings_cache",
+        action="store_const",
+        const=None,
+        help="minilm in-process: embed every text with the model",
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=QUALITY_RESULTS,
+        help="merge the rows into this file, the newest row per dataset, configuration and"
+        " backend (default bench/results/quality.json, which make bench's plots and"
+        " BENCHMARKS.md read)",
+    )
     parser.add_argument(
         "--candidates", type=Path, help="write each query's candidates here (JSON lines)"
     )
@@ -464,6 +505,15 @@ def main(argv: list[str] | None = None) -> int:
         print(result.line())
     if args.json:
         args.json.write_text(json.dumps([r.__dict__ for r in results], indent=2) + "\n")
+    from bench_support import git_revision
+
+    measured = {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "git": git_revision(),
+        "command": " ".join(["bench/quality.py", *(sys.argv[1:] if argv is None else argv)]),
+        "query_limit": args.quick,
+    }
+    record_quality([r.__dict__ for r in results], measured, args.results)
     print(f"total {time.perf_counter() - started:.0f} s")
     return 0
 

@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from bench_support import LambdaFunction, load_function, load_queries
+from bench_support import LambdaFunction, load_function, load_queries, write_results
 from psycopg import sql
 from tqdm import tqdm
 
@@ -749,6 +749,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--corpus", type=Path, default=DATA / "corpus.jsonl")
     parser.add_argument("--queries-file", type=Path, default=DATA / "queries.jsonl")
+    parser.add_argument("--json", type=Path, help="also write the rows here (bench/suite.py)")
     args = parser.parse_args(argv)
     if args.queries < 2:
         parser.error("--queries must be at least 2")
@@ -771,6 +772,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(summary(rows))
     print(f"total {time.perf_counter() - started:.0f} s")
+    write_results(args.json, {"queries": args.queries, "dims": args.dims, "rows": rows})
     return 0
 
 

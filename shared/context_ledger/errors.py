@@ -15,10 +15,13 @@ class ApiError(Exception):
 
     status: int = 500
     code: str = "internal_error"
+    #: response headers the answer carries (a 429's ``Retry-After``)
+    headers: dict[str, str]
 
     def __init__(self, message: str, *, code: str | None = None, status: int | None = None):
         super().__init__(message)
         self.message = message
+        self.headers = {}
         if code is not None:
             self.code = code
         if status is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
+import uuid
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -82,6 +83,25 @@ def parse_level_weights(raw: str) -> dict[str, float]:
     return overrides
 
 
+def parse_rate_limit_overrides(raw: str) -> dict[uuid.UUID, int]:
+    """Parse ``<orgId>=<per minute>,...`` (``KEYSTONE_RATE_LIMIT_ORG_OVERRIDES``): operator-set
+    per-organisation rates that replace ``KEYSTONE_RATE_LIMIT_ORG_PER_MINUTE`` (0: no limit)."""
+    overrides: dict[uuid.UUID, int] = {}
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        org, sep, value = item.partition("=")
+        try:
+            org_id = uuid.UUID(org.strip())
+        except ValueError:
+            message = f"expected <organisation UUID>=<requests per minute>, got {item!r}"
+            raise ValueError(message) from None
+        if not sep or not re.fullmatch(r"\d{1,9}", value.strip()):
+            raise ValueError(f"the rate for {org_id} must be a whole number of requests per minute")
+        if org_id in overrides:
+            raise ValueError(f"{org_id} is listed twice")
+        overrides[org_id] = int(value)
+    return overrides
+
+
 class Settings(BaseSettings):
     """The service configuration. Field names are ours; aliases are the variables' exact names."""
 
@@ -97,6 +117,8 @@ class Settings(BaseSettings):
     database_secret_arn: str | None = _env("KEYSTONE_DATABASE_SECRET_ARN")
     db_pool_min_size: int = _env("KEYSTONE_DB_POOL_MIN", 1, ge=0, le=50)
     db_pool_max_size: int = _env("KEYSTONE_DB_POOL_MAX", 4, ge=1, le=100)
+    #: how long a request waits for a pooled connection before answering 503 (db/pool.py)
+    db_pool_timeout_seconds: float = _env("KEYSTONE_DB_POOL_TIMEOUT_SECONDS", 5.0, gt=0, le=60)
 
     # --- authentication ------------------------------------------------------------------------
     jwks_url: str | None = _env("KEYSTONE_AUTH_JWKS_URL")
@@ -136,6 +158,14 @@ class Settings(BaseSettings):
     embeddings_timeout_seconds: float = _env(
         "KEYSTONE_CONTEXT_EMBEDDINGS_TIMEOUT_SECONDS", 30.0, gt=0, le=300
     )
+    # A retrieval waits this long for its query's vector, then searches full-text only, and
+    # skips the endpoint for the cooldown after such a failure (retrieval/query_vector.py).
+    embeddings_query_timeout_seconds: float = _env(
+        "KEYSTONE_CONTEXT_EMBEDDINGS_QUERY_TIMEOUT_SECONDS", 3.0, gt=0, le=60
+    )
+    embeddings_cooldown_seconds: float = _env(
+        "KEYSTONE_CONTEXT_EMBEDDINGS_COOLDOWN_SECONDS", 15.0, ge=0, le=600
+    )
     embeddings_api_key: str | None = _env("KEYSTONE_CONTEXT_EMBEDDINGS_API_KEY", repr=False)
     embeddings_api_key_secret_arn: str | None = _env(
         "KEYSTONE_CONTEXT_EMBEDDINGS_API_KEY_SECRET_ARN"
@@ -158,14 +188,6 @@ class Settings(BaseSettings):
 
     # --- model gateway -------------------------------------------------------------------------
     models_provider_url: str | None = _env("KEYSTONE_MODELS_PROVIDER_URL")
-    # A retrieval waits this long for its query's vector, then searches full-text only, and
-    # skips the endpoint for the cooldown after such a failure (retrieval/query_vector.py).
-    embeddings_query_timeout_seconds: float = _env(
-        "KEYSTONE_CONTEXT_EMBEDDINGS_QUERY_TIMEOUT_SECONDS", 3.0, gt=0, le=60
-    )
-    embeddings_cooldown_seconds: float = _env(
-        "KEYSTONE_CONTEXT_EMBEDDINGS_COOLDOWN_SECONDS", 15.0, ge=0, le=600
-    )
     models_provider_api_key: str | None = _env("KEYSTONE_MODELS_PROVIDER_API_KEY", repr=False)
     models_provider_key_secret_arn: str | None = _env("KEYSTONE_MODELS_PROVIDER_KEY_SECRET_ARN")
     models_context_link_wait_ms: int = _env(
@@ -183,10 +205,28 @@ class Settings(BaseSettings):
         "VENKAI_MEMORY_RATE_LIMIT_PER_MINUTE", 600, ge=0, le=1_000_000
     )
 
+    # --- rate limits (ratelimit/, http/ratelimit.py): requests per minute; 0: no limit ----------
+    rate_limit_org_per_minute: int = _env(
+        "KEYSTONE_RATE_LIMIT_ORG_PER_MINUTE", 6000, ge=0, le=100_000_000
+    )
+    rate_limit_api_key_per_minute: int = _env(
+        "KEYSTONE_RATE_LIMIT_API_KEY_PER_MINUTE", 1200, ge=0, le=100_000_000
+    )
+    #: how many seconds' worth of a rate may arrive at once
+    rate_limit_burst_seconds: float = _env("KEYSTONE_RATE_LIMIT_BURST_SECONDS", 10.0, gt=0, le=3600)
+    rate_limit_org_overrides: Annotated[dict[uuid.UUID, int], NoDecode] = _env(
+        "KEYSTONE_RATE_LIMIT_ORG_OVERRIDES", default_factory=dict
+    )
+
     @field_validator("level_weights", mode="before")
     @classmethod
     def _parse_level_weights(cls, value: Any) -> Any:
         return parse_level_weights(value) if isinstance(value, str) else value
+
+    @field_validator("rate_limit_org_overrides", mode="before")
+    @classmethod
+    def _parse_rate_limit_overrides(cls, value: Any) -> Any:
+        return parse_rate_limit_overrides(value) if isinstance(value, str) else value
 
     @field_validator("embeddings_internal_hosts", mode="before")
     @classmethod

@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
+from context_ledger.cooldown import Cooldown
 from context_ledger.db import connection
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.local.embeddings_server import serve_embeddings
 from context_ledger.retrieval.cache import SearchCache
-from context_ledger.retrieval.query_vector import DEGRADED_WARNING, Cooldown, SearchMode
+from context_ledger.retrieval.query_vector import DEGRADED_WARNING, SearchMode
 from context_ledger.retrieval.request import RetrieveRequest
 from context_ledger.retrieval.service import Dependencies, retrieve
 from context_ledger.settings import load_settings

@@ -174,6 +174,40 @@ def test_parse_refund_finds_the_go_function_parse_refund(org) -> None:
     assert paths([top_words]) == paths([top_name]) == {"refunds.go"}
 
 
+PY_FOLDERS = """def ensure_folder(path):
+    \"\"\"Create the folder unless it is there.\"\"\"
+    if not os.path.exists(path):
+        os.makedirs(path)
+"""
+
+PY_REFUNDS = """def parse_refund(body):
+    \"\"\"Read an amount in cents from a request body.\"\"\"
+    return int(body)
+"""
+
+
+def test_a_word_of_a_dotted_name_finds_the_code_using_it(org) -> None:
+    # PostgreSQL's parser reads "os.path.exists" as one host name; its parts are indexed too.
+    source = indexed_source(
+        org, [Document("folders.py", PY_FOLDERS), *REFUND_DOCS], kind=SourceKind.CODEBASE
+    )
+
+    assert paths(search(org, [source], "exists")) == {"folders.py"}
+
+
+def test_a_query_naming_a_language_prefers_code_in_that_language(org) -> None:
+    source = indexed_source(
+        org,
+        [Document("refunds.go", GO_REFUNDS), Document("refunds.py", PY_REFUNDS)],
+        kind=SourceKind.CODEBASE,
+    )
+
+    found = rank(search(org, [source], "python parse refund"), lambda _: 1.0)
+
+    assert paths([found[0].candidate]) == {"refunds.py"}
+    assert paths([r.candidate for r in found]) == {"refunds.go", "refunds.py"}
+
+
 def test_the_top_text_hit_scores_1_and_the_others_a_fraction_of_it(org) -> None:
     source = indexed_source(org, SMALL_SET)
 

@@ -21,6 +21,8 @@ from context_ledger.sources.chunking.identifiers import search_text, split_ident
         ("URLsToFetch", ["urls", "to", "fetch"]),
         ("__init__", ["init"]),
         ("$scope", ["scope"]),
+        ("os.path.exists", ["os", "path", "exists"]),
+        ("self.refundPolicy.apply", ["self", "refund", "policy", "apply"]),
         ("größe_berechnen", ["größe", "berechnen"]),
     ],
 )
@@ -44,6 +46,15 @@ def test_identifier_digits_stay_with_the_letters_before_them(text: str, parts: l
 
 def test_numbers_are_not_identifiers() -> None:
     assert split_identifiers("404 1e5 0x1F 3.14") == []
+
+
+def test_a_sentence_end_does_not_join_words() -> None:
+    assert split_identifiers("Refunds end. Policies start") == [
+        "refunds",
+        "end",
+        "policies",
+        "start",
+    ]
 
 
 def test_identifiers_are_found_in_order_in_running_code() -> None:
@@ -79,6 +90,37 @@ def test_code_search_text_leaves_out_parts_already_present_as_words() -> None:
     assert search_text(content, code=True).splitlines()[-1].split() == ["refund"]
 
 
+def test_code_search_text_adds_the_parts_of_dotted_names() -> None:
+    # PostgreSQL's parser reads "os.path.exists" as one host name: "exists" alone would not match.
+    content = "if os.path.exists(path): return self.stream.write(path)"
+    assert search_text(content, code=True).splitlines()[-1].split() == [
+        "os",
+        "exists",
+        "self",
+        "stream",
+        "write",
+    ]
+
+
+def test_code_search_text_names_its_language() -> None:
+    assert search_text("def refund(policy):", code=True, language="python") == (
+        "def refund(policy):\npython"
+    )
+    assert (
+        search_text("parseRefund()", code=True, language="go") == "parseRefund()\ngo\nparse refund"
+    )
+
+
+def test_code_search_text_of_a_declaration_ends_with_the_words_of_its_name() -> None:
+    content = "def is_readable(filename):\n    return os.access(filename, os.R_OK)"
+    text = search_text(content, code=True, language="python", symbol="is_readable")
+    assert text.splitlines()[-3:] == ["python", "is readable os access r ok", "is readable"]
+
+
+def test_plain_text_in_a_codebase_gets_no_language_name() -> None:
+    assert search_text("requests>=2", code=True, language="text") == "requests>=2"
+
+
 def test_code_without_compound_identifiers_is_indexed_as_it_is() -> None:
     assert search_text("return value", code=True) == "return value"
 
@@ -86,3 +128,4 @@ def test_code_without_compound_identifiers_is_indexed_as_it_is() -> None:
 def test_prose_search_text_is_the_content() -> None:
     content = "Call parseRefund with the payment reference."
     assert search_text(content, code=False) == content
+    assert search_text(content, code=False, language="markdown") == content

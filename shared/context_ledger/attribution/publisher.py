@@ -41,11 +41,21 @@ def parse_client_header(value: str | None) -> tuple[str, str] | None:
     return (match[1], match[2]) if match else None
 
 
+#: The caller is waiting: a queue that does not answer fails the request (503) instead of hanging
+#: it on boto3's defaults (60 s to connect, 60 s to read, retried). Worst case about
+#: 2 x (2 + 3) s plus one backoff; an endpoint that refuses connections fails in milliseconds.
+CONNECT_TIMEOUT_SECONDS = 2
+READ_TIMEOUT_SECONDS = 3
+MAX_ATTEMPTS = 2
+
+
 @functools.cache
 def _sqs() -> Any:
-    # Short timeouts: the caller is waiting, and a slow queue must fail the request, not hang it.
     config = Config(
-        connect_timeout=2, read_timeout=3, retries={"max_attempts": 2, "mode": "standard"}
+        connect_timeout=CONNECT_TIMEOUT_SECONDS,
+        read_timeout=READ_TIMEOUT_SECONDS,
+        # total: the first try included (botocore's "max_attempts" counts retries only)
+        retries={"total_max_attempts": MAX_ATTEMPTS, "mode": "standard"},
     )
     return boto3.client("sqs", config=config)
 

@@ -16,6 +16,11 @@ written in one transaction, and the entry is idempotent on ``recordId``: a messa
 entry and adds nothing. A body that is not a valid event is a poison message: the handler raises,
 the batch reports it as failed, and after the queue's ``maxReceiveCount`` it moves to the
 dead-letter queue. It is logged by message id and validation problem, never by content.
+
+**Database down.** A record that finds the database unreachable fails (and comes back after the
+visibility timeout, losing nothing). So do the records after it for the next
+:data:`DATABASE_DOWN_SECONDS`, at once: waiting the pool's checkout timeout for each record of a
+batch of ten would outlast the function's own timeout.
 """
 
 from __future__ import annotations
@@ -27,7 +32,10 @@ from pydantic import ValidationError
 
 from context_ledger.attribution.events import AttributionEvent
 from context_ledger.attribution.records import insert_attribution
+from context_ledger.cooldown import Cooldown
 from context_ledger.db import connection
+from context_ledger.db.pool import is_unavailable
+from context_ledger.errors import ServiceUnavailableError
 from context_ledger.evidence.chain import AppendResult, append
 from context_ledger.evidence.checkpoint_store import checkpoint_if_due
 from context_ledger.evidence.keys import KeyRing, get_key_ring
@@ -35,8 +43,18 @@ from context_ledger.evidence.keys import KeyRing, get_key_ring
 logger = Logger(child=True)
 
 
+#: How long, after a record found the database unreachable, later records fail without trying.
+DATABASE_DOWN_SECONDS = 5.0
+
+_database_down = Cooldown()
+
+
 class InvalidAttributionEventError(ValueError):
     """A message body is not a valid attribution event (a poison message)."""
+
+
+class DatabaseDownError(ServiceUnavailableError):
+    """The database was unreachable a moment ago: this record is left for redelivery."""
 
 
 def parse_event(body: str) -> AttributionEvent:
@@ -100,8 +118,15 @@ def record_handler(record: SQSRecord) -> AppendResult:
         )
         raise
     keys = get_key_ring()
-    with connection() as conn:
-        result = write_attribution(conn, event=event, keys=keys)
+    if _database_down.active():
+        raise DatabaseDownError("the database was unreachable moments ago; left for redelivery")
+    try:
+        with connection() as conn:
+            result = write_attribution(conn, event=event, keys=keys)
+    except Exception as exc:
+        if is_unavailable(exc):
+            _database_down.start(DATABASE_DOWN_SECONDS)
+        raise
     # After the commit: a checkpoint outside the database every N appends (evidence.anchor).
     checkpoint_if_due(chain=event.chain, seq=result.seq, mac=result.mac, keys=keys)
     logger.info(

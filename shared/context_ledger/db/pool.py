@@ -3,6 +3,17 @@
 In Lambda the pool lives as long as the execution environment, so a warm function reuses its
 connections. The connection string comes from ``DATABASE_URL`` or, in AWS, from the Aurora
 secret in Secrets Manager (``KEYSTONE_DATABASE_SECRET_ARN``).
+
+When the database goes away (a restart, a failover) a request must fail fast and the service
+recover by itself. So a checkout waits at most ``KEYSTONE_DB_POOL_TIMEOUT_SECONDS`` (psycopg_pool's
+default is 30 s, the whole API Gateway budget), and every connection is checked with an empty
+query as it is handed out (``ConnectionPool.check_connection``, one round trip): a connection the
+server closed while it sat idle in the pool is replaced instead of failing the first requests
+after a restart. And the pool gives up a failing connection attempt after that same timeout
+(``reconnect_timeout``; psycopg_pool's default is 5 minutes of attempts 1, 2, 4, 8... s apart),
+so the next request starts a fresh attempt at once: without it, a server back after an 8 s
+outage was only reconnected to about 5 s later. :func:`is_unavailable` tells such failures from
+a query's own errors; the HTTP apps answer them ``503 service_unavailable`` (``http/app.py``).
 """
 
 from __future__ import annotations
@@ -51,6 +62,24 @@ def _configure(conn: psycopg.Connection) -> None:
     conn.row_factory = dict_row  # type: ignore[assignment]
 
 
+#: Server-side states of a database that is going away or not yet accepting connections:
+#: admin_shutdown, crash_shutdown, cannot_connect_now (SQLSTATE class 57); class 08 is the
+#: connection exceptions.
+_UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database cannot be reached (down, restarting, the connection
+    lost, no connection within the pool timeout), as opposed to a statement's own failure
+    (a statement or lock timeout is also an OperationalError, with a SQLSTATE of its own)."""
+    if isinstance(exc, PoolTimeout):
+        return True
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in _UNAVAILABLE_SQLSTATES
+
+
 @functools.cache
 def get_pool() -> ConnectionPool:
     settings = get_settings()
@@ -59,10 +88,17 @@ def get_pool() -> ConnectionPool:
         min_size=settings.db_pool_min_size,
         max_size=settings.db_pool_max_size,
         configure=_configure,
+        check=ConnectionPool.check_connection,
+        timeout=settings.db_pool_timeout_seconds,
+        reconnect_timeout=settings.db_pool_timeout_seconds,
         open=True,
         name="context-ledger",
     )
-    pool.wait(timeout=30)
+    try:
+        pool.wait(timeout=settings.db_pool_timeout_seconds)
+    except PoolTimeout:
+        pool.close()  # not cached: the next call tries again with a new pool
+        raise
     return pool
 
 

@@ -4,7 +4,9 @@
 (``http/openapi.py``) is the union of every entry, so a route cannot be served without being
 documented. Routers are named by module (``context_ledger.http.<module>.router``) and imported
 only when a function's app is built: a function's cold start loads its own routers, not all. A
-module that takes bulk content declares its body limit beside its routes (``MAX_BODY_BYTES``).
+module that takes bulk content declares its body limit beside its routes (``MAX_BODY_BYTES``), and
+one whose spec has a per-credential rate limit declares it there too (``credential_rate_limit``,
+counted with the organisation's and the API key's: ``http/ratelimit.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from types import ModuleType
 from fastapi import APIRouter, FastAPI
 
 from context_ledger.http.app import DEFAULT_MAX_BODY_BYTES, create_app
+from context_ledger.http.ratelimit import CredentialLimit
 
 #: Modules of ``context_ledger.http`` whose routers each function serves, keyed by the
 #: function's folder under functions/ (its CodeUri in template.yaml).
@@ -46,6 +49,17 @@ def max_body_bytes(function: str) -> int:
     return max(getattr(m, "MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES) for m in _modules(function))
 
 
+def credential_limit(function: str) -> CredentialLimit | None:
+    """The per-credential rate limit the function's module declares, if one does."""
+    declared = (getattr(m, "credential_rate_limit", None) for m in _modules(function))
+    return next((limit for limit in declared if limit is not None), None)
+
+
 def function_app(function: str) -> FastAPI:
-    """The FastAPI app of one function, with the shared error body and its body limit."""
-    return create_app(*routers(function), max_body_bytes=max_body_bytes(function))
+    """The FastAPI app of one function, with the shared error body, its body limit and its
+    rate limits."""
+    return create_app(
+        *routers(function),
+        max_body_bytes=max_body_bytes(function),
+        credential_limit=credential_limit(function),
+    )

@@ -1,16 +1,20 @@
-"""Build a FastAPI app from routers, with the one error body and the body size limit."""
+"""Build a FastAPI app from routers, with the one error body, the body size limit and the rate
+limits (``http/ratelimit.py``) in front of every route."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from urllib.parse import unquote_to_bytes
 
-from fastapi import APIRouter, FastAPI, Request
+import psycopg
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from context_ledger.errors import ApiError, error_body
+from context_ledger.db.pool import is_unavailable
+from context_ledger.errors import ApiError, ServiceUnavailableError, error_body
+from context_ledger.http.ratelimit import CredentialLimit, request_quota
 from context_ledger.log import logger
 
 #: Default request body limit; endpoints that take bulk content raise it for their function.
@@ -28,8 +32,10 @@ _STARLETTE_CODES = {
 ErrorResponse = Callable[[int, str, str], JSONResponse]
 
 
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse(error_body(code, message), status_code=status)
+def _error(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse(error_body(code, message), status_code=status, headers=headers)
 
 
 def _describe_validation(exc: RequestValidationError) -> tuple[int, str, str]:
@@ -45,7 +51,7 @@ def _describe_validation(exc: RequestValidationError) -> tuple[int, str, str]:
 
 async def _api_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
-    return _error(exc.status, exc.code, exc.message)
+    return _error(exc.status, exc.code, exc.message, exc.headers)
 
 
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
@@ -64,6 +70,14 @@ async def _unexpected_error(_: Request, exc: Exception) -> JSONResponse:
     return _error(500, "internal_error", "internal error; the request id is in the logs")
 
 
+async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    """The database unreachable (down, restarting, no connection in time): a 503 to retry."""
+    if not is_unavailable(exc):
+        return await _unexpected_error(request, exc)
+    logger.warning("database unavailable", extra={"error": type(exc).__name__})
+    return _error(503, ServiceUnavailableError.code, "the database is unavailable; retry shortly")
+
+
 def _valid_target(path: str, query_string: bytes) -> bool:
     """Valid UTF-8 without NUL characters: Starlette would read invalid UTF-8 in a query value
     as U+FFFD and carry on, and PostgreSQL refuses NUL in text."""
@@ -79,13 +93,20 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     title: str = "Context Ledger",
     error_response: ErrorResponse = _error,
+    credential_limit: CredentialLimit | None = None,
 ) -> FastAPI:
-    app = FastAPI(title=title, docs_url=None, redoc_url=None)
+    app = FastAPI(
+        title=title,
+        docs_url=None,
+        redoc_url=None,
+        dependencies=[Depends(request_quota(credential_limit))],
+    )
     for router in routers:
         app.include_router(router)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(psycopg.OperationalError, _database_error)
     app.add_exception_handler(Exception, _unexpected_error)
 
     @app.middleware("http")

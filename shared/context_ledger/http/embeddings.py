@@ -40,16 +40,19 @@ async def create_embeddings(request: Request, _: Caller) -> JSONResponse:
     return JSONResponse(body, status_code=status)
 
 
-def _openai_error(status: int, message: str, code: str | None) -> JSONResponse:
+def _openai_error(
+    status: int, message: str, code: str | None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     kind = "server_error" if status >= 500 else "invalid_request_error"
-    return JSONResponse(error_body(message, kind=kind, code=code), status_code=status)
+    body = error_body(message, kind=kind, code=code)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 async def _api_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
     # OpenAI clients know a refused credential by this code.
     code = "invalid_api_key" if exc.status == 401 else exc.code
-    return _openai_error(exc.status, exc.message, code)
+    return _openai_error(exc.status, exc.message, code, exc.headers)
 
 
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:

@@ -1,8 +1,10 @@
 """The memory API (spec: memory-relevant-api): /api/context/{project_id}[...].
 
 Bodies and answers are snake_case, timestamps float epoch seconds, as the spec shows; errors are
-the service's one error body. Every route counts against the caller's rate limit, after the
-credential is verified (a bad credential is 401, never 429).
+the service's one error body. Besides the organisation's and API key's limits every route has,
+each counts against the spec's per-credential limit (``credential_rate_limit``, applied with the
+others by ``http/ratelimit.py``, after the credential is verified: a bad credential is 401, never
+429).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Response
 from fastapi.responses import JSONResponse
 from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 
@@ -29,9 +31,8 @@ from context_ledger.memory.model import (
     MAX_METADATA_BYTES,
     MemoryType,
 )
-from context_ledger.memory.ratelimit import enforce_rate_limit
 from context_ledger.memory.vector_cache import VectorCache
-from context_ledger.settings import get_settings
+from context_ledger.settings import Settings, get_settings
 
 router = APIRouter(prefix="/api/context", tags=["memory"])
 
@@ -46,22 +47,13 @@ Content = Annotated[str, StringConstraints(min_length=1, max_length=MAX_CONTENT_
 AgentKey = Annotated[str, StringConstraints(pattern=AGENT_KEY.pattern)]
 
 
-async def memory_caller(
-    request: Request, caller: Annotated[Principal, Depends(current_principal)]
-) -> Principal:
-    """The verified caller, counted against its rate limit (per API key, or per user and client)."""
-    limit = get_settings().memory_rate_limit_per_minute
-    with connection() as conn:
-        enforce_rate_limit(
-            conn,
-            principal=caller,
-            credential=request.headers.get("authorization", ""),
-            per_minute=limit,
-        )
-    return caller
+def credential_rate_limit(settings: Settings) -> int:
+    """The spec's limit, read by http/api.py: requests per minute per API key (tokens: per user
+    and client)."""
+    return settings.memory_rate_limit_per_minute
 
 
-Caller = Annotated[Principal, Depends(memory_caller)]
+Caller = Annotated[Principal, Depends(current_principal)]
 
 
 #: One per process: a warm Lambda container keeps the memory vectors it has read.

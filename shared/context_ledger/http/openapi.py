@@ -26,9 +26,10 @@ OPENAPI_PATH = "/api/v1/openapi.json"
 ERROR_SCHEMA = "ErrorBody"
 OPENAI_ERROR_SCHEMA = "OpenAIErrorBody"
 #: API Gateway's own answer (``{"message": "Unauthorized"}``): a request without a credential
-#: (401), one the authorizer refuses (403), a body over the HTTP API's 10 MB (413).
+#: (401), one the authorizer refuses (403), a body over the HTTP API's 10 MB (413), the stage's
+#: throttling (429, without ``Retry-After``).
 GATEWAY_ERROR_SCHEMA = "GatewayErrorBody"
-GATEWAY_STATUSES = frozenset({401, 403, 413})
+GATEWAY_STATUSES = frozenset({401, 403, 413, 429})
 
 _SCHEMAS: dict[str, dict[str, Any]] = {
     ERROR_SCHEMA: {
@@ -73,7 +74,10 @@ _DESCRIPTIONS = {
     409: "Conflicts with the object's current state",
     413: "The body is over the endpoint's limit",
     422: "A field breaks a rule (the message names it); unknown fields too",
-    429: "Over the rate limit",
+    429: (
+        "Over a rate limit: the organisation's, the API key's, or (memory API) the credential's;"
+        " Retry-After says when to retry"
+    ),
     503: "A dependency the answer needs is down; nothing was delivered",
 }
 
@@ -100,18 +104,27 @@ _EXTRA_ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
 
 _BODY_METHODS = frozenset({"post", "put", "patch"})
 
+_RETRY_AFTER = {
+    "Retry-After": {
+        "description": (
+            "Whole seconds until the next request will be admitted (the service's rate_limited"
+            " answers; API Gateway's own throttling sends none)"
+        ),
+        "schema": {"type": "integer", "minimum": 1},
+    }
+}
+
 
 def _error_statuses(method: str, path: str, operation: dict[str, Any]) -> set[int]:
-    """Every operation: 401, and 403 (a query naming another identity is refused anywhere)."""
-    statuses = {401, 403}
+    """Every operation: 401, 403 (a query naming another identity is refused anywhere) and 429
+    (every route counts against the rate limits: ``http/ratelimit.py``)."""
+    statuses = {401, 403, 429}
     if "{" in path:
         statuses.add(404)
     if operation.get("parameters") or "requestBody" in operation:
         statuses.add(422)
     if method in _BODY_METHODS:
         statuses |= {400, 413}
-    if path.startswith("/api/context/"):
-        statuses.add(429)
     return statuses | set(_EXTRA_ERRORS.get((method, path), ()))
 
 
@@ -139,6 +152,7 @@ def _complete(document: dict[str, Any]) -> dict[str, Any]:
                     body = {"anyOf": [body, _ref(GATEWAY_ERROR_SCHEMA)]}
                 responses[str(status)] = {
                     "description": _DESCRIPTIONS[status],
+                    **({"headers": _RETRY_AFTER} if status == 429 else {}),
                     "content": {"application/json": {"schema": body}},
                 }
     return document

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header
@@ -10,12 +11,13 @@ from pydantic import Field
 
 from context_ledger.attribution.publisher import parse_client_header, publish_attribution
 from context_ledger.auth.principal import Principal
+from context_ledger.cooldown import Cooldown
 from context_ledger.db import connection, spare_connection
 from context_ledger.embeddings.client import get_embeddings_client
 from context_ledger.http.models import ApiModel
 from context_ledger.http.principal import current_principal
 from context_ledger.retrieval.cache import SearchCache
-from context_ledger.retrieval.query_vector import Cooldown, SearchMode
+from context_ledger.retrieval.query_vector import SearchMode
 from context_ledger.retrieval.request import RetrieveRequest
 from context_ledger.retrieval.service import DeliveredChunk, Dependencies, RetrieveAnswer, retrieve
 from context_ledger.settings import get_settings
@@ -136,8 +138,17 @@ def retrieve_context(
     deps: Annotated[Dependencies, Depends(dependencies)],
     x_keystone_client: Annotated[str | None, Header()] = None,
 ) -> RetrieveResponse:
+    # The attribution event is queued after the commit, not inside the transaction: a database
+    # that fails at commit answers 503, and evidence of an answer never delivered must not exist.
+    events: list[dict[str, Any]] = []
     with connection() as conn:
         answer = retrieve(
-            conn, caller, body, client_header=parse_client_header(x_keystone_client), deps=deps
+            conn,
+            caller,
+            body,
+            client_header=parse_client_header(x_keystone_client),
+            deps=replace(deps, publish=events.append),
         )
+    for event in events:
+        deps.publish(event)
     return RetrieveResponse.of(answer)

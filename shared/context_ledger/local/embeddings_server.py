@@ -6,7 +6,8 @@ production client is what talks to it in tests and in local runs. By default it 
 provider; ``--provider minilm`` serves all-MiniLM-L6-v2 from the installed weights. Tests read its
 :attr:`~StandInEmbeddingsServer.requests` log to prove what was or was not sent, and make it fail
 (:meth:`~StandInEmbeddingsServer.fail_next`) or slow (:attr:`~StandInEmbeddingsServer.delay`) to
-exercise retries and timeouts.
+exercise retries and timeouts, or go down (:meth:`~StandInEmbeddingsServer.go_down`: the fault
+benchmark).
 
 Run it alone with ``context-ledger embeddings-server [--provider minilm] --port 8089``, then set
 ``KEYSTONE_CONTEXT_EMBEDDINGS_URL=http://127.0.0.1:8089/v1`` and any model name.
@@ -78,6 +79,7 @@ class StandInEmbeddingsServer(ThreadingHTTPServer):
         self.requests: list[ReceivedRequest] = []
         self._failures: list[tuple[int, str | None]] = []
         self._lock = threading.Lock()
+        self.down = False
 
     @property
     def url(self) -> str:
@@ -88,6 +90,13 @@ class StandInEmbeddingsServer(ThreadingHTTPServer):
         """Answer the next ``times`` requests with ``status`` (and ``Retry-After`` if given)."""
         with self._lock:
             self._failures.extend([(status, retry_after)] * times)
+
+    def go_down(self) -> None:
+        """Stop serving for good: new connections are refused and kept-alive ones are closed at
+        their next request without an answer. (Serve again with a new server on the port.)"""
+        self.down = True
+        self.shutdown()
+        self.server_close()
 
     def reset(self) -> None:
         with self._lock:
@@ -113,6 +122,9 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
 
     def do_POST(self) -> None:
+        if self.server.down:
+            self.close_connection = True
+            return
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
             body = json.loads(raw)

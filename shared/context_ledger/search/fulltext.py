@@ -1,7 +1,7 @@
 """Full-text search: BM25 over ``chunks.tsv``, computed in PostgreSQL.
 
 Query. The query text plus the parts of its compound identifiers (``parseRefund`` → parse,
-refund), the same text processing code chunks get at ingest, goes through
+refund; ``os.path.exists`` → os, path, exists), as code chunks get them at ingest, goes through
 ``to_tsvector('english', ...)`` (stemming, English stop words dropped); its distinct lexemes are
 the query terms. A query without lexemes (empty, punctuation, stop words only) matches nothing.
 

@@ -1,10 +1,14 @@
 """Identifier splitting, so full-text search finds ``parseRefund`` when asked for "parse refund".
 
-PostgreSQL's text-search parser keeps ``parseRefund`` as one word (``parserefund``), so the text
-we index for code is the content followed by the lower-cased parts of its compound identifiers.
+PostgreSQL's text-search parser keeps ``parseRefund`` as one word (``parserefund``), and a dotted
+name such as ``os.path.exists`` or ``self.stream.write`` as one host or file name, so none of their
+parts can be found on its own. The text we index for code is therefore the content followed by the
+name of the code's language, the lower-cased parts of its compound identifiers (the whole
+identifier stays indexed as the parser reads it) and the words of the declaration's name.
 
 Splitting rules (``split_identifiers``):
-- ``_``, ``-`` and ``$`` separate parts: ``refund_policy``, ``kebab-case``, ``MAX_RETRIES``.
+- ``_``, ``-``, ``$`` and ``.`` separate parts: ``refund_policy``, ``kebab-case``, ``MAX_RETRIES``,
+  ``os.path.exists``.
 - A lower-to-upper change starts a part: ``parseRefund`` → parse, refund.
 - An acronym ends before the capital that starts the next word: ``HTTPServerError`` → http,
   server, error; a plural ``s`` stays with it: ``URLsFor`` → urls, for.
@@ -20,10 +24,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-# Runs joined by "-" count as one identifier, so kebab-case names split into their words. The
-# possessive quantifiers keep matching linear on long runs of word characters.
-_IDENTIFIER = re.compile(r"[\w$]++(?:-[\w$]++)*+")
-_SEPARATOR = re.compile(r"[_$-]+")
+from context_ledger.sources.chunking.languages import TEXT_LANGUAGE
+
+# Runs joined by "-" or "." count as one identifier, so kebab-case and dotted names split into
+# their words. The possessive quantifiers keep matching linear on long runs of word characters.
+_IDENTIFIER = re.compile(r"[\w$]++(?:[-.][\w$]++)*+")
+_SEPARATOR = re.compile(r"[_$.-]+")
 _PART = re.compile(
     r"[A-Z]{2,}s(?![a-z])"  # plural acronym: URLs
     r"|[A-Z]+(?=[A-Z][a-z])"  # acronym before a word: HTTP|Server
@@ -45,14 +51,32 @@ def split_identifiers(text: str) -> list[str]:
     return parts
 
 
-def search_text(content: str, *, code: bool) -> str:
+def search_text(
+    content: str, *, code: bool, language: str | None = None, symbol: str | None = None
+) -> str:
     """The text full-text search indexes for a chunk.
 
-    Prose is indexed as it is. Code gets a last line listing the parts of its compound
-    identifiers, each once, leaving out parts that already occur as a word of their own.
+    Prose is indexed as it is. Code gets a line naming its ``language`` (from the path:
+    ``python``, ``go``), as every chunk of a Python file is about Python whether or not it says
+    so: a query naming the language ("python read csv") then prefers chunks in that language, and
+    in a source of one language the word matches every chunk, so it weighs next to nothing
+    instead of favouring the few chunks whose comments spell it (``language`` None, or plain
+    ``text``, adds no line). Then a line lists the parts of its compound identifiers, each once,
+    leaving out parts that already occur as a word of their own. A chunk of a declaration ends
+    with the words of its ``symbol`` (``is_readable`` → is readable), so they count once more: a
+    function's name says what it does, and a query worded like it should rank the function
+    above code that merely uses the same words (a title field, in search-engine terms).
     """
     if not code:
         return content
+    if language and language != TEXT_LANGUAGE:
+        content = f"{content}\n{language}"
+    content = _with_identifier_parts(content)
+    named = split_identifiers(symbol) if symbol else []
+    return f"{content}\n{' '.join(named)}" if named else content
+
+
+def _with_identifier_parts(content: str) -> str:
     words: set[str] = set()
     extra: dict[str, None] = {}
     for identifier in dict.fromkeys(_IDENTIFIER.findall(content)):

@@ -145,7 +145,7 @@ def build_chunk(
         content=piece.content,
         content_sha256=hashlib.sha256(piece.content.encode()).digest(),
         token_count=piece.token_count,
-        search_text=search_text(piece.content, code=code),
+        search_text=search_text(piece.content, code=code, language=language, symbol=symbol),
         language=language,
         symbol=symbol,
         start_line=piece.first_row + 1,

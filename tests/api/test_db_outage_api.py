@@ -1,0 +1,86 @@
+"""A database restart under the running service: requests during the outage answer ``503
+service_unavailable`` in the standard error body (never a 500, never a stack trace), within the
+pool's checkout timeout, and the service answers again by itself once the server is back.
+
+The runtime here has a PostgreSQL server of its own, so stopping it does not touch the session's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from api_support import TEMPLATE, bearer, runtime_env
+
+from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
+from context_ledger.db import connection
+from context_ledger.db.migrate import migrate
+from context_ledger.local.postgres import (
+    ensure_database,
+    start_embedded,
+    start_embedded_again,
+    stop_embedded,
+)
+from context_ledger.local.runtime import LocalRuntime
+from context_ledger.spaces.service import create_organisation
+
+SPACES = "/api/v1/context/spaces"
+POOL_TIMEOUT_SECONDS = 1.5
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    handle = start_embedded(Path(tmp_path_factory.mktemp("api-outage")) / "pgdata")
+    try:
+        yield handle
+    finally:
+        handle.cleanup()
+
+
+@pytest.fixture(scope="module")
+def outage_runtime(server, sqs_endpoint, local_keys) -> Iterator[LocalRuntime]:
+    url = ensure_database(server.get_uri(), "api_outage")
+    migrate(url)
+    env = runtime_env(
+        url,
+        local_keys,
+        KEYSTONE_DB_POOL_TIMEOUT_SECONDS=str(POOL_TIMEOUT_SECONDS),
+        KEYSTONE_DB_POOL_MAX="2",
+    )
+    with LocalRuntime(TEMPLATE, port=0, env=env, sqs_endpoint=sqs_endpoint) as running:
+        yield running
+
+
+@pytest.fixture
+def admin(outage_runtime, token) -> dict[str, str]:
+    with connection() as conn:
+        org = create_organisation(conn, name="Outage")
+    return bearer(token(org, "root", SCOPE_CONTEXT_ADMIN))
+
+
+def test_a_restart_answers_503_during_the_outage_and_200_after(
+    outage_runtime: LocalRuntime, server: object, admin: dict[str, str]
+) -> None:
+    with httpx.Client(base_url=outage_runtime.url, timeout=60) as http:
+        assert http.get(SPACES, headers=admin).status_code == 200
+        stop_embedded(server)
+        try:
+            started = time.monotonic()
+            down = http.get(SPACES, headers=admin)
+            elapsed = time.monotonic() - started
+        finally:
+            start_embedded_again(server)
+        back = http.get(SPACES, headers=admin)
+
+    assert down.status_code == 503
+    assert down.json() == {
+        "error": {
+            "code": "service_unavailable",
+            "message": "the database is unavailable; retry shortly",
+        }
+    }
+    assert elapsed < POOL_TIMEOUT_SECONDS * 10  # psycopg_pool's default: 30 s per checkout
+    assert back.status_code == 200, back.text

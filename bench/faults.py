@@ -62,7 +62,6 @@ from load import (  # bench/ is the script's folder, first on sys.path
     ATTRIBUTION_QUEUE,
     EMBEDDINGS_DIMENSIONS,
     TEMPLATE,
-    EvidenceLag,
     LoadPlan,
     QueueWatch,
     Reconciliation,
@@ -73,7 +72,7 @@ from load import (  # bench/ is the script's folder, first on sys.path
     reconcile,
     run_phase,
     runtime_env,
-    seed,
+    seed_and_watch,
     verify_chains,
     writer_processes,
 )
@@ -612,17 +611,9 @@ def run(args: argparse.Namespace, server: Any, database_url: str) -> bool:
             f"{settings.embeddings_query_timeout_seconds:.0f} s; seeding",
             flush=True,
         )
-        seeded = seed(runtime, keys, memories=args.memories)
-        print(
-            f"[{time.perf_counter() - started:6.0f} s] seeded {seeded.chunks} chunks, "
-            f"{seeded.memories} memories",
-            flush=True,
+        seeded, watch, dlq, lag = seed_and_watch(
+            runtime, keys, database_url, memories=args.memories, started=started
         )
-        watch = QueueWatch(runtime, ATTRIBUTION_QUEUE)
-        dlq = QueueWatch(runtime, "AttributionDLQ")
-        lag = EvidenceLag(database_url)
-        watch.start()
-        lag.start()
         with writer_processes(runtime, args.writers) as writers:
             chosen = [faults(server, sqs, embeddings, writers, settings)[f] for f in args.faults]
             seconds = WARMUP_SECONDS + len(chosen) * args.repetitions * schedule.slot + 5.0

@@ -839,6 +839,25 @@ def print_report(phases: Sequence[PhaseResult], watch: QueueWatch, lag: Evidence
 # --- main ----------------------------------------------------------------------------------------
 
 
+def seed_and_watch(
+    runtime: Any, keys: Any, database_url: str, *, memories: int, started: float
+) -> tuple[Seeded, QueueWatch, QueueWatch, EvidenceLag]:
+    """Seed the organisation, then start watching the attribution queue and the evidence lag;
+    also returns the dead-letter queue's watch (read at the end, not sampled)."""
+    seeded = seed(runtime, keys, memories=memories)
+    print(
+        f"[{time.perf_counter() - started:6.0f} s] seeded {seeded.chunks} chunks, "
+        f"{seeded.memories} memories",
+        flush=True,
+    )
+    watch = QueueWatch(runtime, ATTRIBUTION_QUEUE)
+    dlq = QueueWatch(runtime, "AttributionDLQ")
+    lag = EvidenceLag(database_url)
+    watch.start()
+    lag.start()
+    return seeded, watch, dlq, lag
+
+
 @contextmanager
 def stand_ins() -> Iterator[tuple[str, str]]:
     """The hashing embeddings server and the echo model provider: (embeddings URL, provider URL)."""
@@ -893,17 +912,9 @@ def run(args: argparse.Namespace, database_url: str) -> bool:
                 f"pool {args.pool_max} connections, {args.writers} more writer processes); "
                 "seeding"
             )
-            seeded = seed(runtime, keys, memories=args.memories)
-            print(
-                f"[{time.perf_counter() - started:6.0f} s] seeded {seeded.chunks} chunks, "
-                f"{seeded.memories} memories",
-                flush=True,
+            seeded, watch, dlq, lag = seed_and_watch(
+                runtime, keys, database_url, memories=args.memories, started=started
             )
-            watch = QueueWatch(runtime, ATTRIBUTION_QUEUE)
-            dlq = QueueWatch(runtime, "AttributionDLQ")
-            lag = EvidenceLag(database_url)
-            watch.start()
-            lag.start()
             phases = []
             with writer_processes(runtime, args.writers):
                 for phase, clients, seconds in [

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,3 +86,26 @@ def _as_json(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Latency figures of a set of timed calls, in milliseconds."""
+
+    p50: float
+    p95: float
+    p99: float
+    mean: float
+
+    @classmethod
+    def of(cls, seconds: Sequence[float]) -> Stats:
+        ms = [s * 1000 for s in seconds]
+        cuts = statistics.quantiles(ms, n=100, method="inclusive")
+        return cls(cuts[49], cuts[94], cuts[98], statistics.fmean(ms))
+
+    def cells(self, digits: int = 1) -> str:
+        """``p50/p95 p99/mean`` in milliseconds, two columns of a table."""
+        return (
+            f"{self.p50:>7.{digits}f}/{self.p95:<7.{digits}f} "
+            f"{self.p99:>7.{digits}f}/{self.mean:<7.{digits}f}"
+        )

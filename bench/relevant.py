@@ -57,7 +57,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import psycopg
-from bench_support import LambdaFunction, load_function, load_queries, write_results
+from bench_support import LambdaFunction, Stats, load_function, load_queries, write_results
 from psycopg.rows import dict_row
 from tqdm import tqdm
 
@@ -288,20 +288,9 @@ def bare_candidates(conn: psycopg.Connection, fixture: Fixture, *, with_vectors:
 # --- measurement --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Stats:
-    p50: float
-    p95: float
-    mean: float
-
-    @classmethod
-    def of(cls, seconds: Sequence[float]) -> Stats:
-        ms = [s * 1000 for s in seconds]
-        cuts = statistics.quantiles(ms, n=100, method="inclusive")
-        return cls(cuts[49], cuts[94], statistics.fmean(ms))
-
-    def cells(self) -> str:
-        return f"{self.p50:>7.1f}/{self.p95:<7.1f} {self.mean:>6.1f}"
+def cells(stats: Stats) -> str:
+    """``p50/p95 mean`` in milliseconds, the table's columns for one side."""
+    return f"{stats.p50:>7.1f}/{stats.p95:<7.1f} {stats.mean:>6.1f}"
 
 
 @dataclass(frozen=True)
@@ -320,8 +309,8 @@ class Row:
 
     def line(self) -> str:
         return (
-            f"{self.memories:>8,} {self.candidates:>10,} {self.mode:<6} {self.bare.cells()} "
-            f"{self.handler.cells()} {self.overhead_ms:>8.1f} "
+            f"{self.memories:>8,} {self.candidates:>10,} {self.mode:<6} {cells(self.bare)} "
+            f"{cells(self.handler)} {self.overhead_ms:>8.1f} "
             f"{self.handler.p95 / self.bare.p95:>6.1f}x  {self.target()}"
         )
 

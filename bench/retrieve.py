@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from bench_support import LambdaFunction, load_function, load_queries, write_results
+from bench_support import LambdaFunction, Stats, load_function, load_queries, write_results
 from psycopg import sql
 from tqdm import tqdm
 
@@ -476,27 +476,6 @@ def capture_bare_search(
 
 
 # --- measurement --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Stats:
-    p50: float
-    p95: float
-    p99: float
-    mean: float
-
-    @classmethod
-    def of(cls, seconds: Sequence[float]) -> Stats:
-        ms = [s * 1000 for s in seconds]
-        cuts = statistics.quantiles(ms, n=100, method="inclusive")
-        return cls(cuts[49], cuts[94], cuts[98], statistics.fmean(ms))
-
-    def cells(self, digits: int = 1) -> str:
-        """``p50/p95 p99/mean`` in milliseconds, two columns of the table."""
-        return (
-            f"{self.p50:>7.{digits}f}/{self.p95:<7.{digits}f} "
-            f"{self.p99:>7.{digits}f}/{self.mean:<7.{digits}f}"
-        )
 
 
 @dataclass(frozen=True)

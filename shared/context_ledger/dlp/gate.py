@@ -108,11 +108,7 @@ class EmbeddingGate:
         ``within``: seconds the whole call may take (EmbeddingsClient.embed)."""
         if self.client is None or not text.strip():
             return None
-        redacted = self._redacted([text])
-        if not isinstance(self.client, EmbeddingsClient):
-            # An in-process provider (memory's hashing default) waits on no network: no deadline.
-            return self.client.embed(redacted)[0]
-        return self.client.embed(redacted, within=within)[0]
+        return self.client.embed(self._redacted([text]), within=within)[0]
 
     def _redacted(self, texts: Sequence[str]) -> list[str]:
         redactor = redactor_for(self.policy.patterns)

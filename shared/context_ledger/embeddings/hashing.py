@@ -50,7 +50,8 @@ class HashingEmbeddingProvider:
     def __repr__(self) -> str:
         return f"{self.name}({self.dimensions})"
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    def embed(self, texts: Sequence[str], *, within: float | None = None) -> list[list[float]]:
+        """``within``, the caller's deadline, is met by construction: nothing here waits."""
         return [self.embed_text(text) for text in texts]
 
     def embed_text(self, text: str) -> list[float]:

@@ -187,7 +187,8 @@ class MiniLMEmbeddingProvider:
             ),
         )
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    def embed(self, texts: Sequence[str], *, within: float | None = None) -> list[list[float]]:
+        """``within`` (a network client's deadline) does not apply in-process."""
         return self.encode(texts)[0].tolist()
 
     def encode(self, texts: Sequence[str]) -> tuple[np.ndarray, int]:

@@ -29,7 +29,7 @@ MEMORY_CLASSIFICATION = Classification.INTERNAL
 
 
 class Embedder(Protocol):
-    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+    def embed(self, texts: Sequence[str], *, within: float | None = None) -> list[list[float]]: ...
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ class TableEmbedder:
         self.table = table
         self.calls: list[list[str]] = []
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    def embed(self, texts: Sequence[str], *, within: float | None = None) -> list[list[float]]:
         self.calls.append(list(texts))
         return [self.table[text] for text in texts]
 

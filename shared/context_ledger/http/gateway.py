@@ -118,7 +118,7 @@ class ModelLogsResponse(ApiModel):
 
 
 @router.get("/logs", response_model=ModelLogsResponse, response_model_by_alias=True)
-def model_logs(
+async def model_logs(
     caller: Caller,
     context_request_id: Annotated[str | None, Query(pattern=REQUEST_ID.pattern)] = None,
     limit: Annotated[int, Query(ge=1)] = DEFAULT_LIMIT,

@@ -60,7 +60,7 @@ Caller = Annotated[Principal, Depends(current_principal)]
 _VECTOR_CACHE = VectorCache()
 
 
-def dependencies() -> service.Dependencies:
+async def dependencies() -> service.Dependencies:
     settings = get_settings()
     return service.Dependencies(
         settings=settings, embedder=memory_embedder(settings), vector_cache=_VECTOR_CACHE
@@ -143,7 +143,9 @@ def _written(written: service.Written, project_id: str, *, created: bool) -> JSO
 
 
 @router.post("/{project_id}", status_code=201)
-def create_memory(project_id: str, body: CreateMemory, caller: Caller, deps: Deps) -> JSONResponse:
+async def create_memory(
+    project_id: str, body: CreateMemory, caller: Caller, deps: Deps
+) -> JSONResponse:
     fields = body.model_dump(include=set(service.REVISION_FIELDS), mode="json")
     with connection() as conn:
         written = service.create_memory(
@@ -153,14 +155,14 @@ def create_memory(project_id: str, body: CreateMemory, caller: Caller, deps: Dep
 
 
 @router.put("/{project_id}/review")
-def set_review(project_id: str, body: ReviewSetting, caller: Caller) -> dict:
+async def set_review(project_id: str, body: ReviewSetting, caller: Caller) -> dict:
     with connection() as conn:
         service.set_review_required(conn, caller, project_id, required=body.required)
     return {"project_id": project_id, "review_required": body.required}
 
 
 @router.get("/{project_id}")
-def list_memories(
+async def list_memories(
     project_id: str,
     caller: Caller,
     type: MemoryType | None = None,
@@ -184,7 +186,7 @@ def list_memories(
 
 
 @router.get("/{project_id}/relevant")
-def relevant_memories(
+async def relevant_memories(
     project_id: str,
     caller: Caller,
     deps: Deps,
@@ -215,7 +217,7 @@ def relevant_memories(
 
 
 @router.patch("/{project_id}/{memory_id}")
-def update_memory(
+async def update_memory(
     project_id: str, memory_id: str, body: PatchMemory, caller: Caller, deps: Deps
 ) -> JSONResponse:
     changes = body.changes()
@@ -230,7 +232,7 @@ def update_memory(
 
 
 @router.post("/{project_id}/{memory_id}/revisions/{revision}/accept")
-def accept_revision(
+async def accept_revision(
     project_id: str, memory_id: str, revision: str, caller: Caller, deps: Deps
 ) -> dict:
     memory_id = service.parse_memory_id(memory_id)
@@ -241,7 +243,7 @@ def accept_revision(
 
 
 @router.delete("/{project_id}/{memory_id}", status_code=204)
-def delete_memory(project_id: str, memory_id: str, caller: Caller) -> Response:
+async def delete_memory(project_id: str, memory_id: str, caller: Caller) -> Response:
     memory_id = service.parse_memory_id(memory_id)
     with connection() as conn:
         service.delete_memory(conn, caller, project_id, memory_id)
@@ -249,7 +251,7 @@ def delete_memory(project_id: str, memory_id: str, caller: Caller) -> Response:
 
 
 @router.post("/{project_id}/{memory_id}/access")
-def record_access(project_id: str, memory_id: str, caller: Caller) -> dict:
+async def record_access(project_id: str, memory_id: str, caller: Caller) -> dict:
     memory_id = service.parse_memory_id(memory_id)
     with connection() as conn:
         memory = service.record_access(conn, caller, project_id, memory_id)
@@ -257,7 +259,7 @@ def record_access(project_id: str, memory_id: str, caller: Caller) -> dict:
 
 
 @router.get("/{project_id}/{memory_id}/revisions")
-def memory_revisions(project_id: str, memory_id: str, caller: Caller) -> dict:
+async def memory_revisions(project_id: str, memory_id: str, caller: Caller) -> dict:
     memory_id = service.parse_memory_id(memory_id)
     with connection() as conn:
         revisions = service.memory_revisions(conn, caller, project_id, memory_id)

@@ -27,7 +27,7 @@ from context_ledger.http.principal import current_principal
 router = APIRouter(prefix="/api/v1/observability", tags=["observability"])
 
 
-def auditor(caller: Annotated[Principal, Depends(current_principal)]) -> Principal:
+async def auditor(caller: Annotated[Principal, Depends(current_principal)]) -> Principal:
     """The caller, if it holds ``audit:read`` or ``context:admin``; else 403."""
     if not (caller.has_scope(SCOPE_AUDIT_READ) or caller.is_context_admin):
         raise ForbiddenError("the evidence chain needs the audit:read or context:admin scope")
@@ -65,7 +65,7 @@ class EvidenceResponse(ApiModel):
 
 
 @router.get("/chain/verify", response_model=VerifyResponse, response_model_by_alias=True)
-def verify_org_chain(caller: Auditor, full: bool = False) -> VerifyResponse:
+async def verify_org_chain(caller: Auditor, full: bool = False) -> VerifyResponse:
     keys = get_key_ring()
     with connection() as conn:
         verified = verify_chain(conn, chain=org_chain(caller.org_id), keys=keys, full=full)
@@ -100,7 +100,7 @@ def _iso_8601(value: Any) -> Any:
 
 
 @router.get("/compliance-evidence", response_model=EvidenceResponse, response_model_by_alias=True)
-def compliance_evidence(
+async def compliance_evidence(
     caller: Auditor,
     category: Literal["context_attribution", "context_attribution_link"] | None = None,
     since: Annotated[datetime | None, Query(alias="from"), BeforeValidator(_iso_8601)] = None,

@@ -171,5 +171,5 @@ def openapi_document() -> dict[str, Any]:
 
 
 @router.get(OPENAPI_PATH)
-def get_openapi(_: Annotated[Principal, Depends(current_principal)]) -> JSONResponse:
+async def get_openapi(_: Annotated[Principal, Depends(current_principal)]) -> JSONResponse:
     return JSONResponse(openapi_document())

@@ -120,7 +120,7 @@ class RetrieveResponse(ApiModel):
         )
 
 
-def dependencies() -> Dependencies:
+async def dependencies() -> Dependencies:
     return Dependencies(
         settings=get_settings(),
         cache=_CACHE,
@@ -132,7 +132,7 @@ def dependencies() -> Dependencies:
 
 
 @router.post("/api/v1/context/retrieve", response_model=RetrieveResponse)
-def retrieve_context(
+async def retrieve_context(
     body: RetrieveRequest,
     caller: Caller,
     deps: Annotated[Dependencies, Depends(dependencies)],

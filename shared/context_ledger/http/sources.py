@@ -137,7 +137,7 @@ def _publish(caller: Principal, source_id: uuid.UUID, version: int) -> IndexVers
 @router.post(
     "/api/v1/context/spaces/{space_id}/sources", status_code=201, response_model=SourceResponse
 )
-def create_source(space_id: str, body: CreateSourceRequest, caller: Caller) -> SourceResponse:
+async def create_source(space_id: str, body: CreateSourceRequest, caller: Caller) -> SourceResponse:
     with connection() as conn:
         row = service.create_source(
             conn,
@@ -151,28 +151,30 @@ def create_source(space_id: str, body: CreateSourceRequest, caller: Caller) -> S
 
 
 @router.get("/api/v1/context/spaces/{space_id}/sources", response_model=SourceListResponse)
-def list_sources(space_id: str, caller: Caller) -> SourceListResponse:
+async def list_sources(space_id: str, caller: Caller) -> SourceListResponse:
     with connection() as conn:
         rows = service.list_sources(conn, caller, space_id=parse_space_id(space_id))
     return SourceListResponse(sources=[SourceResponse.of(r) for r in rows])
 
 
 @router.get("/api/v1/context/sources/{source_id}", response_model=SourceResponse)
-def get_source(source_id: str, caller: Caller) -> SourceResponse:
+async def get_source(source_id: str, caller: Caller) -> SourceResponse:
     with connection() as conn:
         row = service.get_source(conn, caller, service.parse_source_id(source_id))
     return SourceResponse.of(row)
 
 
 @router.delete("/api/v1/context/sources/{source_id}", status_code=204, response_class=Response)
-def delete_source(source_id: str, caller: Caller) -> Response:
+async def delete_source(source_id: str, caller: Caller) -> Response:
     with connection() as conn:
         service.delete_source(conn, caller, service.parse_source_id(source_id))
     return Response(status_code=204)
 
 
 @router.put("/api/v1/context/sources/{source_id}/index", response_model=IndexVersionResponse)
-def index_snapshot(source_id: str, body: DocumentsRequest, caller: Caller) -> IndexVersionResponse:
+async def index_snapshot(
+    source_id: str, body: DocumentsRequest, caller: Caller
+) -> IndexVersionResponse:
     sid = service.parse_source_id(source_id)
     with connection() as conn:
         published = service.index_snapshot(
@@ -186,7 +188,7 @@ def index_snapshot(source_id: str, body: DocumentsRequest, caller: Caller) -> In
 @router.get(
     "/api/v1/context/sources/{source_id}/index-versions", response_model=IndexVersionListResponse
 )
-def list_versions(source_id: str, caller: Caller) -> IndexVersionListResponse:
+async def list_versions(source_id: str, caller: Caller) -> IndexVersionListResponse:
     with connection() as conn:
         rows = service.list_versions(conn, caller, service.parse_source_id(source_id))
     return IndexVersionListResponse(versions=[IndexVersionResponse.of(r) for r in rows])
@@ -197,7 +199,7 @@ def list_versions(source_id: str, caller: Caller) -> IndexVersionListResponse:
     status_code=201,
     response_model=IndexVersionResponse,
 )
-def open_build(source_id: str, caller: Caller) -> IndexVersionResponse:
+async def open_build(source_id: str, caller: Caller) -> IndexVersionResponse:
     with connection() as conn:
         row = service.open_build(conn, caller, service.parse_source_id(source_id))
     return IndexVersionResponse.of(row)
@@ -207,7 +209,7 @@ def open_build(source_id: str, caller: Caller) -> IndexVersionResponse:
     "/api/v1/context/sources/{source_id}/index-versions/{version}/documents",
     response_model=BatchResponse,
 )
-def add_documents(
+async def add_documents(
     source_id: str, version: str, body: DocumentsRequest, caller: Caller
 ) -> BatchResponse:
     number = _version_number(version)
@@ -234,5 +236,5 @@ def add_documents(
     "/api/v1/context/sources/{source_id}/index-versions/{version}/publish",
     response_model=IndexVersionResponse,
 )
-def publish(source_id: str, version: str, caller: Caller) -> IndexVersionResponse:
+async def publish(source_id: str, version: str, caller: Caller) -> IndexVersionResponse:
     return _publish(caller, service.parse_source_id(source_id), _version_number(version))

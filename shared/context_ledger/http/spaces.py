@@ -70,7 +70,7 @@ class SpaceListResponse(ApiModel):
 
 
 @router.post("", status_code=201, response_model=SpaceResponse, response_model_by_alias=True)
-def create_space(body: CreateSpaceRequest, caller: Caller) -> SpaceResponse:
+async def create_space(body: CreateSpaceRequest, caller: Caller) -> SpaceResponse:
     parent_id = service.parse_space_id(body.parent_id) if body.parent_id else None
     with connection() as conn:
         space = service.create_space(
@@ -80,21 +80,21 @@ def create_space(body: CreateSpaceRequest, caller: Caller) -> SpaceResponse:
 
 
 @router.get("", response_model=SpaceListResponse, response_model_by_alias=True)
-def list_spaces(caller: Caller) -> SpaceListResponse:
+async def list_spaces(caller: Caller) -> SpaceListResponse:
     with connection() as conn:
         spaces = service.list_spaces(conn, caller)
     return SpaceListResponse(spaces=[SpaceResponse.of(s) for s in spaces])
 
 
 @router.get("/{space_id}", response_model=SpaceResponse, response_model_by_alias=True)
-def get_space(space_id: str, caller: Caller) -> SpaceResponse:
+async def get_space(space_id: str, caller: Caller) -> SpaceResponse:
     with connection() as conn:
         space = service.get_space(conn, caller, service.parse_space_id(space_id))
     return SpaceResponse.of(space)
 
 
 @router.put("/{space_id}/grants", status_code=204, response_class=Response)
-def put_grants(space_id: str, body: GrantRequest, caller: Caller) -> Response:
+async def put_grants(space_id: str, body: GrantRequest, caller: Caller) -> Response:
     with connection() as conn:
         service.set_grants(
             conn,

@@ -40,14 +40,14 @@ class WeightsResponse(ApiModel):
 
 
 @router.get("", response_model=WeightsResponse, response_model_by_alias=True)
-def get_weights(caller: Caller) -> WeightsResponse:
+async def get_weights(caller: Caller) -> WeightsResponse:
     with connection() as conn:
         found = weights.get_weights(conn, caller, settings=get_settings())
     return WeightsResponse.of(found)
 
 
 @router.put("", response_model=WeightsResponse, response_model_by_alias=True)
-def put_weights(body: PutWeightsRequest, caller: Caller) -> WeightsResponse:
+async def put_weights(body: PutWeightsRequest, caller: Caller) -> WeightsResponse:
     with connection() as conn:
         found = weights.replace_overrides(
             conn, caller, overrides=body.overrides, settings=get_settings()

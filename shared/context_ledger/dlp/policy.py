@@ -24,6 +24,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from context_ledger.auth.principal import Principal
+from context_ledger.db.pending import Pending, send
 from context_ledger.dlp.redaction import CustomPattern, compile_custom_patterns
 from context_ledger.errors import ForbiddenError, ValidationFailedError
 from context_ledger.sources.model import Classification
@@ -111,7 +112,15 @@ def parse_patterns(raw: Sequence[Mapping[str, Any]]) -> tuple[CustomPattern, ...
 
 def load_policy(conn: psycopg.Connection, *, org_id: uuid.UUID) -> DlpPolicy:
     """The organisation's effective policy (the defaults without a stored one)."""
-    row = conn.execute(_SELECT, {"org_id": org_id}).fetchone()
+    return pending_policy(conn, org_id=org_id).result()
+
+
+def pending_policy(conn: psycopg.Connection, *, org_id: uuid.UUID) -> Pending[DlpPolicy]:
+    """:func:`load_policy`'s statement, sent now and read later (db/pending.py)."""
+    return send(conn, _SELECT, {"org_id": org_id}, lambda cursor: _policy(cursor.fetchone()))
+
+
+def _policy(row: Mapping[str, Any] | None) -> DlpPolicy:
     if row is None:
         return DlpPolicy()
     actions = dict(DEFAULT_ACTIONS)

@@ -20,7 +20,7 @@ from context_ledger.auth.principal import Principal
 from context_ledger.cooldown import Cooldown
 from context_ledger.dlp.delivery import delivered_text, may_deliver
 from context_ledger.dlp.gate import EmbeddingGate, open_gate
-from context_ledger.dlp.policy import DlpPolicy, load_policy
+from context_ledger.dlp.policy import DlpPolicy, pending_policy
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.evidence.canonical import format_timestamp
 from context_ledger.memory.chunks import attribution_fields as memory_attribution_fields
@@ -42,7 +42,7 @@ from context_ledger.search.hybrid import rank
 from context_ledger.settings import Settings
 from context_ledger.sources.model import SourceKind
 from context_ledger.spaces.levels import Level
-from context_ledger.spaces.weights import effective_weights
+from context_ledger.spaces.weights import pending_weights
 
 #: How many candidates each search mode returns before ranking and the per-level cap.
 CANDIDATES = 100
@@ -157,10 +157,9 @@ def _ranked_chunks(
     sources: dict[uuid.UUID, SearchSource],
     levels: dict[uuid.UUID, Level],
     request: RetrieveRequest,
-    deps: Dependencies,
+    weights: dict[str, float],
 ) -> list[DeliveredChunk]:
     """Ranked candidates, at most ``maxPerLevel`` per level, with their stored rows."""
-    weights = effective_weights(conn, principal.org_id, deps.settings)
     usable = [c for c in candidates if c.source_id in sources]
 
     def weight_of(candidate: Candidate) -> float:
@@ -312,9 +311,16 @@ def retrieve(
     client_header: tuple[str, str] | None,
     deps: Dependencies,
 ) -> RetrieveAnswer:
-    spaces = search_spaces(conn, principal, request.space_uuid())
+    # The policy and the weights do not depend on the chain: sent first, they travel with the
+    # chain's statement (db/pending.py).
+    with conn.pipeline():
+        pending = (
+            pending_policy(conn, org_id=principal.org_id),
+            pending_weights(conn, principal.org_id, deps.settings),
+        )
+        spaces = search_spaces(conn, principal, request.space_uuid())
+        policy, weights = pending[0].result(), pending[1].result()
     levels = {s.id: s.level for s in spaces}
-    policy = load_policy(conn, org_id=principal.org_id)
     found = _deliverable_sources(
         search_sources(conn, org_id=principal.org_id, spaces=spaces, kinds=request.kinds()),
         spaces,
@@ -332,7 +338,7 @@ def retrieve(
         candidates, query = _search(conn, principal, spaces, found, request, gate, deps)
     else:
         candidates, query = [], without_embedding(gate)
-    ranked = _ranked_chunks(conn, principal, candidates, sources, levels, request, deps)
+    ranked = _ranked_chunks(conn, principal, candidates, sources, levels, request, weights)
     delivered, used = fit_to_budget(
         (_as_delivered(c, policy) for c in ranked), request.token_budget, lambda c: c.tokens
     )

@@ -12,10 +12,12 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 import psycopg
 
 from context_ledger.auth.principal import Principal
+from context_ledger.db.pending import Pending, send
 from context_ledger.errors import SpaceNotFoundError, ValidationFailedError
 from context_ledger.settings import Settings
 from context_ledger.spaces import store
@@ -98,8 +100,11 @@ def parse_overrides(raw: Mapping[str, object]) -> dict[Level, Decimal]:
 
 def load_overrides(conn: psycopg.Connection, *, org_id: uuid.UUID) -> dict[str, float]:
     """The organisation's overrides, by level (one scan of the primary key's org_id prefix)."""
-    rows = conn.execute(_OVERRIDES, {"org_id": org_id}).fetchall()
-    return {row["level"]: float(row["weight"]) for row in rows}
+    return _overrides(conn.execute(_OVERRIDES, {"org_id": org_id}))
+
+
+def _overrides(cursor: psycopg.Cursor[Any]) -> dict[str, float]:
+    return {row["level"]: float(row["weight"]) for row in cursor.fetchall()}
 
 
 def _weights(conn: psycopg.Connection, org_id: uuid.UUID, settings: Settings) -> LevelWeights:
@@ -113,7 +118,18 @@ def effective_weights(
     conn: psycopg.Connection, org_id: uuid.UUID, settings: Settings
 ) -> dict[str, float]:
     """The weight of every level for ranking in ``org_id``: its overrides over the defaults."""
-    return _weights(conn, org_id, settings).effective
+    return pending_weights(conn, org_id, settings).result()
+
+
+def pending_weights(
+    conn: psycopg.Connection, org_id: uuid.UUID, settings: Settings
+) -> Pending[dict[str, float]]:
+    """:func:`effective_weights`' statement, sent now and read later (db/pending.py)."""
+
+    def effective(cursor: psycopg.Cursor[Any]) -> dict[str, float]:
+        return {**settings.effective_level_weights, **_overrides(cursor)}
+
+    return send(conn, _OVERRIDES, {"org_id": org_id}, effective)
 
 
 def _authorize(conn: psycopg.Connection, principal: Principal, *, action: str) -> None:

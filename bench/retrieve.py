@@ -40,7 +40,9 @@ project, searched by a user granted search on the team. The first size's rows ar
 (binary ``COPY`` into a staging table, ``to_tsvector('english', ...)`` on insert); each larger
 size appends to the same index version; after each load ``VACUUM ANALYZE`` and the HNSW index
 (``search.vectors.ensure_vector_index``, built with a larger ``maintenance_work_mem`` for
-the session) are done before measuring. Queries: SciFact claims.
+the session) are done before measuring. The embedded server's buffer cache holds the 100k
+chunks and their indexes (``local/postgres.py``); with a ``DATABASE_URL`` the server's own
+``shared_buffers`` decides. Queries: SciFact claims.
 
     .venv/bin/python bench/retrieve.py                              # 10k and 100k, 100 queries
     .venv/bin/python bench/retrieve.py --sizes 10000 --queries 50   # a quicker run
@@ -63,7 +65,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -415,18 +417,20 @@ class Statement:
 class BareSearch:
     """The statements ``find_candidates`` runs for one backend and mode, as SQL text.
 
-    The first, the query terms' statistics, is run through ``search.fulltext.text_terms``
-    (the statement plus the BM25 weights computed from its rows, as the search step does),
-    because the statements after it bind those weights."""
+    The first step, the query terms' statistics (and, for the HNSW statement, the sources'
+    current versions), is run through ``search.candidates.with_terms`` (the statements plus the
+    BM25 weights computed from their rows, as the search step does), because the statements
+    after it bind what it read."""
 
     statements: list[Statement]
+    versions: bool  # the first step reads the sources' current versions too
 
     def run(self, conn: psycopg.Connection, query: Any) -> float:
-        from context_ledger.search.fulltext import text_terms
+        from context_ledger.search.candidates import with_terms
 
         started = time.perf_counter()
         with conn.transaction():
-            params = replace(query, terms=text_terms(conn, query)).params()
+            params = with_terms(conn, query, versions=self.versions).params()
             for statement in self.statements:
                 conn.execute(statement.text, params if statement.bound else None).fetchall()
         return time.perf_counter() - started
@@ -443,10 +447,14 @@ def search_query(fixture: Fixture, text: str, vector: list[float] | None) -> Any
 def capture_bare_search(
     url: str, fixture: Fixture, query: str, vector: list[float] | None, backend: str
 ) -> BareSearch:
-    """Record what find_candidates executes (second call: per-process lookups are cached)."""
+    """Record what find_candidates executes (second call: per-process lookups are cached).
+    Its first step is recognised by its statements' text, so the bare search reruns it with
+    ``with_terms`` rather than binding another query's terms."""
     from context_ledger.retrieval.service import CANDIDATES
     from context_ledger.search.candidates import find_candidates
+    from context_ledger.search.fulltext import _TERM_STATS
     from context_ledger.settings import SearchBackend
+    from context_ledger.sources.searchable import _CURRENT_VERSIONS
 
     recorded: list[Statement] = []
 
@@ -469,10 +477,13 @@ def capture_bare_search(
                 limit=CANDIDATES,
             )
             conn.rollback()
-    terms = recorded[0]
-    if not terms.text.lstrip().startswith("WITH searched AS"):
+    first_step = {_TERM_STATS, _CURRENT_VERSIONS}
+    if recorded[-1].text in first_step or not any(s.text == _TERM_STATS for s in recorded):
         raise RuntimeError("find_candidates no longer starts with the query terms' statement")
-    return BareSearch(recorded[1:])
+    return BareSearch(
+        [s for s in recorded if s.text not in first_step],
+        versions=any(s.text == _CURRENT_VERSIONS for s in recorded),
+    )
 
 
 # --- measurement --------------------------------------------------------------------------------

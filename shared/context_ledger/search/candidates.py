@@ -36,6 +36,7 @@ from context_ledger.search.exact import exact_search, similarity_sql, uses_pgvec
 from context_ledger.search.fulltext import Hit, SearchQuery, normalised, text_search, text_terms
 from context_ledger.search.pgvector_backend import hnsw_search
 from context_ledger.settings import SearchBackend
+from context_ledger.sources.searchable import pending_current_versions
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,11 @@ def find_candidates(
         raise ValueError("limit must be at least 1")
     if not source_ids:
         return []
-    search = SearchQuery(org_id, source_ids, query, query_vector, limit)
-    search = replace(search, terms=text_terms(conn, search))
+    search = with_terms(
+        conn,
+        SearchQuery(org_id, source_ids, query, query_vector, limit),
+        versions=query_vector is not None and backend is SearchBackend.PGVECTOR,
+    )
     if query_vector is None:
         return merge(text_search(conn, search, similarity=None), [], limit=limit)
     pgvector = backend is SearchBackend.PGVECTOR or uses_pgvector(conn)
@@ -104,6 +108,18 @@ def find_candidates(
     return merge(text_hits, pending.result(), limit=limit)
 
 
+def with_terms(conn: Connection, search: SearchQuery, *, versions: bool) -> SearchQuery:
+    """``search`` with its terms and, for the HNSW statement (``versions``), the sources'
+    current versions, read in one round trip (db/pending.py)."""
+    if not versions:
+        return replace(search, terms=text_terms(conn, search))
+    with conn.pipeline():
+        current = pending_current_versions(
+            conn, org_id=search.org_id, source_ids=list(search.source_ids)
+        )
+        return replace(search, terms=text_terms(conn, search), versions=current.result())
+
+
 #: Runs vector searches beside their requests' text searches (find_candidates).
 _SIDE_SEARCHES = ThreadPoolExecutor(max_workers=8, thread_name_prefix="vector-search")
 
@@ -119,7 +135,8 @@ def _vector_search(
 def _vector_search_in_transaction(
     conn: Connection, search: SearchQuery, backend: SearchBackend, *, pgvector: bool
 ) -> list[Hit]:
-    with conn.transaction():  # the side connection goes back to the pool idle
+    # The side connection goes back to the pool idle; the pipeline sends BEGIN with the search.
+    with conn.pipeline(), conn.transaction():
         return _vector_search(conn, search, backend, pgvector=pgvector)
 
 
@@ -134,25 +151,28 @@ def merge(text_hits: list[Hit], vector_hits: list[Hit], *, limit: int) -> list[C
     """Candidates from the hits of both searches (text hits best first), each search having
     been asked for ``limit`` hits."""
     top_rank = text_hits[0].rank if text_hits else None
-    hits = {hit.chunk_id: hit for hit in [*vector_hits, *text_hits]}
-    text_scores = {key: normalised(hit.rank, top_rank) for key, hit in hits.items()}
-    vector_scores = {key: vector_score(hit.similarity) for key, hit in hits.items()}
-    text_cutoff = min((text_scores[hit.chunk_id] for hit in text_hits), default=0.0)
-    vector_cutoff = _cutoff([vector_scores[hit.chunk_id] for hit in vector_hits], limit)
+    by_id = {hit.chunk_id: hit for hit in [*vector_hits, *text_hits]}  # a text hit wins
+    # UUIDs hash and compare in Python code: each is looked up once and sorted by its integer.
+    text_cutoff = min((normalised(hit.rank, top_rank) for hit in text_hits), default=0.0)
+    vector_cutoff = _cutoff(
+        [vector_score(by_id[h.chunk_id].similarity) for h in vector_hits], limit
+    )
     candidates = []
-    for key, hit in hits.items():
-        by_text = text_scores[key] > 0 and text_scores[key] >= text_cutoff
-        by_vector = vector_scores[key] > 0 and vector_scores[key] >= vector_cutoff
+    for hit in by_id.values():
+        text_score = normalised(hit.rank, top_rank)
+        vector = vector_score(hit.similarity)
+        by_text = text_score > 0 and text_score >= text_cutoff
+        by_vector = vector > 0 and vector >= vector_cutoff
         if by_text or by_vector:
             candidates.append(
                 Candidate(
-                    chunk_id=key,
+                    chunk_id=hit.chunk_id,
                     source_id=hit.source_id,
                     index_version=hit.index_version,
-                    text_score=text_scores[key],
-                    vector_score=vector_scores[key],
+                    text_score=text_score,
+                    vector_score=vector,
                     found_by_text=by_text,
                     found_by_vector=by_vector,
                 )
             )
-    return sorted(candidates, key=lambda c: c.chunk_id)
+    return sorted(candidates, key=lambda c: c.chunk_id.int)

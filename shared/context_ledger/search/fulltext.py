@@ -32,7 +32,7 @@ when it holds none of the matched terms and many common ones).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,7 +136,9 @@ class SearchQuery:
     """What one search step looks for, where, and how many hits each search keeps.
 
     The text is searched as code would be indexed (identifiers split), whatever the sources.
-    ``terms`` come from :func:`text_terms` (without them no chunk has a text rank).
+    ``terms`` come from :func:`text_terms` (without them no chunk has a text rank);
+    ``versions``, the current index version of each searched source, from
+    ``sources.searchable.pending_current_versions`` (only the HNSW statement needs them).
     """
 
     org_id: uuid.UUID
@@ -145,6 +147,7 @@ class SearchQuery:
     vector: Sequence[float] | None
     limit: int
     terms: TextTerms = field(default_factory=TextTerms)
+    versions: Mapping[uuid.UUID, int] = field(default_factory=dict)
 
     def params(self) -> dict[str, Any]:
         """The parameters every search statement binds."""
@@ -154,6 +157,8 @@ class SearchQuery:
             "query_text": processed_query(self.text),
             "query_vector": None if self.vector is None else list(self.vector),
             "limit": self.limit,
+            "version_source_ids": list(self.versions),
+            "versions": list(self.versions.values()),
             **self.terms.params(),
         }
 

@@ -282,6 +282,42 @@ def test_only_the_current_index_version_is_searched(org, embedder, backend) -> N
 
 
 @pytest.mark.parametrize("backend", list(SearchBackend))
+def test_each_source_is_searched_at_its_own_current_version(org, embedder, backend) -> None:
+    """Source a is at version 1 with version 2 being built; source b is at version 2. A search
+    of both finds a's version 1 and b's version 2, never a's build of version 2."""
+    admin = admin_of(org)
+    a = indexed_source(org, [Document("a.md", "Refund policy of team a, in force.")], embedder)
+    b = indexed_source(org, [Document("b.md", "Refund policy of team b, replaced.")], embedder)
+    with connection() as conn:
+        service.index_snapshot(
+            conn,
+            admin,
+            b,
+            [Document("b.md", "Refund policy of team b, in force.")],
+            embedder=embedder,
+        )
+    with connection() as conn:
+        build = service.open_build(conn, admin, a)["version"]
+        service.add_build_documents(
+            conn,
+            admin,
+            a,
+            build,
+            [Document("a.md", "Refund policy of team a, being drafted.")],
+            embedder=embedder,
+        )
+
+    found = search(org, [a, b], "refund policy team", embedder=embedder, backend=backend)
+
+    assert build == 2
+    assert contents(found) == {
+        "Refund policy of team a, in force.",
+        "Refund policy of team b, in force.",
+    }
+    assert {(c.source_id, c.index_version) for c in found} == {(a, 1), (b, 2)}
+
+
+@pytest.mark.parametrize("backend", list(SearchBackend))
 def test_only_the_given_sources_of_the_organisation_are_searched(org, embedder, backend) -> None:
     searched = indexed_source(org, REFUND_DOCS, embedder)
     same_org_other_source = indexed_source(org, REFUND_DOCS, embedder)

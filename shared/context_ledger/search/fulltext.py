@@ -157,10 +157,21 @@ class SearchQuery:
             "query_text": processed_query(self.text),
             "query_vector": None if self.vector is None else list(self.vector),
             "limit": self.limit,
-            "version_source_ids": list(self.versions),
-            "versions": list(self.versions.values()),
             **self.terms.params(),
+            **{
+                name: value
+                for n, (version, sources) in enumerate(self.version_groups(), start=1)
+                for name, value in ((f"version_{n}", version), (f"version_sources_{n}", sources))
+            },
         }
+
+    def version_groups(self) -> list[tuple[int, list[uuid.UUID]]]:
+        """The searched sources by current version (bound as ``version_<n>`` and
+        ``version_sources_<n>``, n from 1), in version order."""
+        groups: dict[int, list[uuid.UUID]] = {}
+        for source, version in self.versions.items():
+            groups.setdefault(version, []).append(source)
+        return sorted(groups.items())
 
 
 @dataclass(frozen=True)

@@ -42,10 +42,10 @@ _SETTINGS = sql.SQL(
 # rule of SEARCHABLE_CHUNKS (organisation, sources, current index version) is written as filters on
 # chunk columns here: joining `sources` makes the planner scan the table instead of the index
 # (bench/retrieve.py at 100k chunks: 629 ms → 23 ms p50 for this statement). The current versions
-# are parameters (one source-and-version pair per source, :func:`_current_versions`), not a
-# subquery per row: the planner then estimates the rows from the column statistics. A subquery
-# counts as matching 0.5% of the rows, and for a source of 10k chunks that made a seq scan and a
-# sort look cheaper than the index: 75 ms instead of 7 (docs/decisions.md).
+# are parameters (:func:`_current_versions`), not a subquery per row: the planner then estimates
+# the rows from the column statistics. A subquery counts as matching 0.5% of the rows, and for a
+# source of 10k chunks that made a seq scan and a sort look cheaper than the index: 75 ms instead
+# of 7 (docs/decisions.md).
 _SEARCH = sql.SQL(
     """
 SELECT c.id AS chunk_id, c.source_id, c.index_version, {similarity} AS similarity
@@ -58,17 +58,24 @@ LIMIT %(limit)s
 )
 
 
-def _current_versions(sources: int) -> sql.Composed:
-    """``c`` belongs to one of the ``sources`` searched sources at its current version: one
-    pair per source, spelled out (a constant once the parameters are bound, which the planner
-    estimates; arrays compared with ``= ANY`` would also admit one source's rows at another's
-    version)."""
-    pair = sql.SQL(
-        "(c.source_id = (%(version_source_ids)s::uuid[])[{n}]"
-        " AND c.index_version = (%(versions)s::int[])[{n}])"
+def _current_versions(groups: int) -> sql.Composed:
+    """``c`` belongs to one of the searched sources at that source's current version, for
+    sources in ``groups`` groups of one version each (``SearchQuery.version_groups``).
+
+    Once the parameters are bound, each group is a constant version and a constant list of
+    sources, which the planner estimates; and the sources of a group are looked up in a hashed
+    list, so a chain with hundreds of sources costs about what one costs. (Two lists, sources and
+    versions, would also admit one source's rows at another's version.)"""
+    group = sql.SQL("(c.index_version = {version}::int AND c.source_id = ANY({sources}::uuid[]))")
+    return sql.SQL("({})").format(
+        sql.SQL(" OR ").join(
+            group.format(
+                version=sql.Placeholder(f"version_{n}"),
+                sources=sql.Placeholder(f"version_sources_{n}"),
+            )
+            for n in range(1, groups + 1)
+        )
     )
-    pairs = [pair.format(n=sql.Literal(n)) for n in range(1, sources + 1)]
-    return sql.SQL("({})").format(sql.SQL(" OR ").join(pairs))
 
 
 _indexed: set[tuple[str, str, str, int]] = set()
@@ -98,7 +105,7 @@ def hnsw_search(conn: Connection, query: SearchQuery) -> list[Hit]:
         distance=search.distance,
         predicate=search.predicate,
         similarity=search.similarity,
-        current_versions=_current_versions(len(query.versions)),
+        current_versions=_current_versions(len(query.version_groups())),
     )
     settings = _SETTINGS.format(ef_search=sql.Literal(str(EF_SEARCH)))
     try:

@@ -27,10 +27,14 @@ class RecordingApp:
 
 
 def call(
-    parts: list[bytes], *, headers: list[tuple[bytes, bytes]] = (), query: bytes = b""
+    parts: list[bytes],
+    *,
+    headers: list[tuple[bytes, bytes]] = (),
+    query: bytes = b"",
+    complete: bool = True,
 ) -> tuple[RecordingApp, int, dict[str, Any] | None, int]:
-    """Send ``parts`` as the request body; the app, the status, the error body and how many
-    parts the middleware took from the client."""
+    """Send ``parts`` as the request body (then disconnect, if not ``complete``); the app, the
+    status (0: no answer), the error body and how many messages the middleware took."""
     app = RecordingApp()
     middleware = RefuseBadInput(app, max_body_bytes=LIMIT, error_response=_error)
     scope = {
@@ -41,7 +45,7 @@ def call(
         "headers": list(headers),
     }
     pending = [
-        {"type": "http.request", "body": part, "more_body": i < len(parts) - 1}
+        {"type": "http.request", "body": part, "more_body": i < len(parts) - 1 or not complete}
         for i, part in enumerate(parts)
     ]
     taken = 0
@@ -58,6 +62,8 @@ def call(
         sent.append(message)
 
     asyncio.run(middleware(scope, receive, send))
+    if not sent:
+        return app, 0, None, taken
     status = sent[0]["status"]
     body = b"".join(m.get("body", b"") for m in sent[1:])
     return app, status, (json.loads(body) if status != 200 else None), taken
@@ -105,3 +111,8 @@ def test_a_query_string_that_is_not_utf8_is_refused() -> None:
 def test_a_nul_in_the_query_string_is_refused() -> None:
     app, status, error, _ = call([b"{}"], query=b"q=a%00b")
     assert (status, error["error"]["code"], app.bodies) == (400, "invalid_request", [])
+
+
+def test_a_client_gone_before_the_end_of_its_body_gets_nothing_and_the_app_sees_nothing() -> None:
+    app, status, _, taken = call([b"ab", b"cd"], complete=False)
+    assert (status, app.bodies, taken) == (0, [], 2)

@@ -143,7 +143,10 @@ class RefuseBadInput:
         too_big = (
             declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes
         )
-        body = None if too_big else await _read_body(receive, self.max_body_bytes)
+        try:
+            body = None if too_big else await _read_body(receive, self.max_body_bytes)
+        except _ClientGone:
+            return  # nobody to answer, and half a body must not reach the app
         if body is None:
             message = f"request body exceeds {self.max_body_bytes} bytes"
             refusal = self.error_response(413, "payload_too_large", message)
@@ -156,15 +159,19 @@ class RefuseBadInput:
         await refusal(scope, receive, send)
 
 
+class _ClientGone(Exception):
+    """The client disconnected before it sent the whole body."""
+
+
 async def _read_body(receive: Receive, limit: int) -> bytes | None:
     """The whole request body, or None once it exceeds ``limit`` bytes (the rest is not read).
-    A client gone before the end leaves what arrived: the app's own read sees the disconnect."""
+    Raises _ClientGone when the client disconnects first."""
     parts: list[bytes] = []
     size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
-            break
+            raise _ClientGone
         part = message.get("body", b"")
         size += len(part)
         if size > limit:

@@ -98,6 +98,20 @@ def indexed_source(
     return source["id"]
 
 
+def build_in_progress(
+    org: Organisation,
+    source: uuid.UUID,
+    documents: list[Document],
+    embedder: EmbeddingsClient | None = None,
+) -> int:
+    """A new build of ``source`` holding ``documents``, left unpublished; its version."""
+    admin = admin_of(org)
+    with connection() as conn:
+        version = service.open_build(conn, admin, source)["version"]
+        service.add_build_documents(conn, admin, source, version, documents, embedder=embedder)
+    return version
+
+
 def search(
     org: Organisation,
     source_ids: Sequence[uuid.UUID],
@@ -257,16 +271,9 @@ def test_user_text_with_tsquery_syntax_is_only_words(org) -> None:
 def test_only_the_current_index_version_is_searched(org, embedder, backend) -> None:
     admin = admin_of(org)
     source = indexed_source(org, [Document("a.md", "Refund policy, first edition.")], embedder)
-    with connection() as conn:
-        version = service.open_build(conn, admin, source)["version"]
-        service.add_build_documents(
-            conn,
-            admin,
-            source,
-            version,
-            [Document("a.md", "Refund policy, second edition.")],
-            embedder=embedder,
-        )
+    version = build_in_progress(
+        org, source, [Document("a.md", "Refund policy, second edition.")], embedder
+    )
 
     before = search(org, [source], "refund policy edition", embedder=embedder, backend=backend)
     with connection() as conn:
@@ -296,16 +303,9 @@ def test_each_source_is_searched_at_its_own_current_version(org, embedder, backe
             [Document("b.md", "Refund policy of team b, in force.")],
             embedder=embedder,
         )
-    with connection() as conn:
-        build = service.open_build(conn, admin, a)["version"]
-        service.add_build_documents(
-            conn,
-            admin,
-            a,
-            build,
-            [Document("a.md", "Refund policy of team a, being drafted.")],
-            embedder=embedder,
-        )
+    build = build_in_progress(
+        org, a, [Document("a.md", "Refund policy of team a, being drafted.")], embedder
+    )
 
     found = search(org, [a, b], "refund policy team", embedder=embedder, backend=backend)
 

@@ -51,6 +51,17 @@ def pg_server_uri() -> Iterator[str]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """An embedded PostgreSQL of the test module's own, for tests that stop and restart it
+    (the session's server is shared by every other test)."""
+    handle = start_embedded(Path(tmp_path_factory.mktemp("own-pg")) / "pgdata")
+    try:
+        yield handle
+    finally:
+        handle.cleanup()
+
+
 @pytest.fixture(scope="session")
 def database_url(pg_server_uri: str) -> Iterator[str]:
     """A fresh, migrated database for this session; DATABASE_URL points at it."""

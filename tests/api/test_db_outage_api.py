@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -20,7 +19,6 @@ from context_ledger.db import connection
 from context_ledger.db.migrate import migrate
 from context_ledger.local.postgres import (
     ensure_database,
-    start_embedded,
     start_embedded_again,
     stop_embedded,
 )
@@ -32,17 +30,8 @@ POOL_TIMEOUT_SECONDS = 1.5
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    handle = start_embedded(Path(tmp_path_factory.mktemp("api-outage")) / "pgdata")
-    try:
-        yield handle
-    finally:
-        handle.cleanup()
-
-
-@pytest.fixture(scope="module")
-def outage_runtime(server, sqs_endpoint, local_keys) -> Iterator[LocalRuntime]:
-    url = ensure_database(server.get_uri(), "api_outage")
+def outage_runtime(own_server, sqs_endpoint, local_keys) -> Iterator[LocalRuntime]:
+    url = ensure_database(own_server.get_uri(), "api_outage")
     migrate(url)
     env = runtime_env(
         url,
@@ -62,17 +51,17 @@ def admin(outage_runtime, token) -> dict[str, str]:
 
 
 def test_a_restart_answers_503_during_the_outage_and_200_after(
-    outage_runtime: LocalRuntime, server: object, admin: dict[str, str]
+    outage_runtime: LocalRuntime, own_server: object, admin: dict[str, str]
 ) -> None:
     with httpx.Client(base_url=outage_runtime.url, timeout=60) as http:
         assert http.get(SPACES, headers=admin).status_code == 200
-        stop_embedded(server)
+        stop_embedded(own_server)
         try:
             started = time.monotonic()
             down = http.get(SPACES, headers=admin)
             elapsed = time.monotonic() - started
         finally:
-            start_embedded_again(server)
+            start_embedded_again(own_server)
         back = http.get(SPACES, headers=admin)
 
     assert down.status_code == 503

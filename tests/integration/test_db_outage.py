@@ -11,7 +11,6 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -25,7 +24,6 @@ from context_ledger.db import close_pool, connection, get_pool
 from context_ledger.db.pool import is_unavailable
 from context_ledger.local.postgres import (
     ensure_database,
-    start_embedded,
     start_embedded_again,
     stop_embedded,
 )
@@ -34,19 +32,10 @@ from context_ledger.settings import get_settings
 POOL_TIMEOUT_SECONDS = 1.5
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    handle = start_embedded(Path(tmp_path_factory.mktemp("outage")) / "pgdata")
-    try:
-        yield handle
-    finally:
-        handle.cleanup()
-
-
 @pytest.fixture
-def outage_pool(server: object, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def outage_pool(own_server: object, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The process-wide pool on the outage server: one connection, the test's checkout timeout."""
-    url = ensure_database(server.get_uri(), "outage")  # type: ignore[attr-defined]
+    url = ensure_database(own_server.get_uri(), "outage")  # type: ignore[attr-defined]
     close_pool()
     monkeypatch.setenv("DATABASE_URL", url)
     monkeypatch.setenv("KEYSTONE_DB_POOL_MIN", "1")
@@ -67,17 +56,17 @@ def backend_pid() -> int:
 
 
 def test_a_stopped_database_fails_the_checkout_fast_and_the_first_one_after_it_is_back_works(
-    server: object, outage_pool: None
+    own_server: object, outage_pool: None
 ) -> None:
     before = backend_pid()
-    stop_embedded(server)
+    stop_embedded(own_server)
     try:
         started = time.monotonic()
         with pytest.raises(psycopg.OperationalError) as failed:
             backend_pid()
         elapsed = time.monotonic() - started
     finally:
-        start_embedded_again(server)
+        start_embedded_again(own_server)
 
     assert is_unavailable(failed.value)
     # psycopg_pool's own default would be 30 s: the configured checkout timeout bounded it.
@@ -88,32 +77,34 @@ def test_a_stopped_database_fails_the_checkout_fast_and_the_first_one_after_it_i
 
 
 def test_a_database_back_after_a_long_outage_is_reconnected_to_at_once(
-    server: object, outage_pool: None
+    own_server: object, outage_pool: None
 ) -> None:
     """Checkouts during the outage leave the pool retrying with a doubling backoff (1, 2, 4 s
     apart); it gives up after the checkout timeout, so the first checkout after the restart
     starts a fresh attempt instead of waiting for the next scheduled one."""
     assert get_pool().reconnect_timeout == POOL_TIMEOUT_SECONDS
     backend_pid()
-    stop_embedded(server)
+    stop_embedded(own_server)
     try:
         with pytest.raises(PoolTimeout):
             backend_pid()
         time.sleep(POOL_TIMEOUT_SECONDS * 1.5)  # the outage goes on; the pool's attempts fail
     finally:
-        start_embedded_again(server)
+        start_embedded_again(own_server)
     assert backend_pid() > 0
 
 
-def test_a_connection_lost_mid_transaction_is_an_outage(server: object, outage_pool: None) -> None:
+def test_a_connection_lost_mid_transaction_is_an_outage(
+    own_server: object, outage_pool: None
+) -> None:
     with connection() as conn:
         conn.execute("SELECT 1")
-        stop_embedded(server)
+        stop_embedded(own_server)
         try:
             with pytest.raises(psycopg.OperationalError) as lost:
                 conn.execute("SELECT 1")  # the server ended this session
         finally:
-            start_embedded_again(server)
+            start_embedded_again(own_server)
     assert is_unavailable(lost.value)
     assert backend_pid() > 0
 
@@ -137,7 +128,7 @@ def test_a_statement_error_is_not_an_outage() -> None:
 
 
 def test_the_writer_fails_a_batch_fast_after_one_record_found_the_database_down(
-    server: object, outage_pool: None, monkeypatch: pytest.MonkeyPatch
+    own_server: object, outage_pool: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One checkout waits the pool timeout; the records after it fail at once, for redelivery."""
     checkouts: list[int] = []
@@ -155,14 +146,14 @@ def test_the_writer_fails_a_batch_fast_after_one_record_found_the_database_down(
         KEYSTONE_EVIDENCE_KEY_ID="outage-1",
         KEYSTONE_EVIDENCE_HMAC_SECRET_ARN=None,
     ):
-        stop_embedded(server)
+        stop_embedded(own_server)
         try:
             for record in records:
                 with pytest.raises(Exception) as raised:  # noqa: PT011 (checked below)
                     writer.record_handler(record)
                 failures.append(raised.value)
         finally:
-            start_embedded_again(server)
+            start_embedded_again(own_server)
 
     assert is_unavailable(failures[0])
     assert all(isinstance(f, writer.DatabaseDownError) for f in failures[1:])

@@ -8,8 +8,8 @@ import uuid
 from collections.abc import Iterator, Sequence
 
 import pytest
+from search_support import admin_of, publish_source
 
-from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
 from context_ledger.db import connection
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.embeddings.similarity import cosine
@@ -23,7 +23,7 @@ from context_ledger.search.hybrid import rank
 from context_ledger.search.vectors import index_name
 from context_ledger.settings import SearchBackend
 from context_ledger.sources import service
-from context_ledger.sources.model import Classification, Document, SourceKind
+from context_ledger.sources.model import Document, SourceKind
 from context_ledger.spaces.service import Organisation, create_organisation
 
 DIMS = 64
@@ -60,12 +60,6 @@ def org(db) -> Organisation:
         return create_organisation(conn, name="Acme")
 
 
-def admin_of(org: Organisation) -> Principal:
-    return Principal(
-        org_id=org.id, user_id="root", client_id="t", scopes=frozenset({SCOPE_CONTEXT_ADMIN})
-    )
-
-
 @pytest.fixture
 def stand_in() -> Iterator[StandInEmbeddingsServer]:
     with serve_embeddings(dims=DIMS) as server:
@@ -84,18 +78,8 @@ def indexed_source(
     kind: SourceKind = SourceKind.DOCS,
 ) -> uuid.UUID:
     """A new source of ``org`` with ``documents`` published as its current index version."""
-    admin = admin_of(org)
     with connection() as conn:
-        source = service.create_source(
-            conn,
-            admin,
-            space_id=org.space_id,
-            kind=kind,
-            name="src",
-            classification=Classification.INTERNAL,
-        )
-        service.index_snapshot(conn, admin, source["id"], documents, embedder=embedder)
-    return source["id"]
+        return publish_source(conn, org, documents, embedder=embedder, kind=kind)
 
 
 def build_in_progress(

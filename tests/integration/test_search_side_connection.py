@@ -7,8 +7,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 from psycopg.rows import dict_row
+from search_support import admin_of, publish_source
 
-from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
 from context_ledger.db import connection, spare_connection
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.local.embeddings_server import serve_embeddings
@@ -17,8 +17,7 @@ from context_ledger.retrieval.request import RetrieveRequest
 from context_ledger.retrieval.service import Dependencies, retrieve
 from context_ledger.search.candidates import find_candidates
 from context_ledger.settings import SearchBackend, load_settings
-from context_ledger.sources import service
-from context_ledger.sources.model import Classification, Document, SourceKind
+from context_ledger.sources.model import Document
 from context_ledger.spaces.service import create_organisation
 
 TOPICS = ["refund", "invoice", "ledger", "payment", "customer", "receipt", "audit", "tax"]
@@ -39,22 +38,8 @@ def indexed(db, database_url):
         embedder = EmbeddingsClient(server.url, "hashing-64", dimensions=64)
         with connection() as conn:
             org = create_organisation(conn, name="Acme")
-            admin = Principal(
-                org_id=org.id,
-                user_id="root",
-                client_id="t",
-                scopes=frozenset({SCOPE_CONTEXT_ADMIN}),
-            )
-            source = service.create_source(
-                conn,
-                admin,
-                space_id=org.space_id,
-                kind=SourceKind.DOCS,
-                name="notes",
-                classification=Classification.INTERNAL,
-            )
-            service.index_snapshot(conn, admin, source["id"], DOCS, embedder=embedder)
-        yield admin, source["id"], embedder
+            source = publish_source(conn, org, DOCS, embedder=embedder)
+        yield admin_of(org), source, embedder
 
 
 @pytest.mark.parametrize("backend", [SearchBackend.EXACT, SearchBackend.PGVECTOR])

@@ -10,6 +10,7 @@ as on a managed PostgreSQL whose application role cannot create it.
 from __future__ import annotations
 
 import secrets
+import uuid
 from collections.abc import Iterator
 
 import psycopg
@@ -17,8 +18,9 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
+from search_support import admin_of, publish_source
 
-from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
+from context_ledger.auth.principal import Principal
 from context_ledger.db.migrate import migrate
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.embeddings.similarity import cosine
@@ -27,8 +29,7 @@ from context_ledger.search.candidates import Candidate, find_candidates
 from context_ledger.search.exact import uses_pgvector
 from context_ledger.search.vectors import PgvectorUnavailableError, pgvector_available
 from context_ledger.settings import SearchBackend
-from context_ledger.sources import service
-from context_ledger.sources.model import Classification, Document, SourceKind
+from context_ledger.sources.model import Document
 from context_ledger.spaces.service import create_organisation
 
 DOCUMENTS = [
@@ -69,35 +70,23 @@ def embedder() -> Iterator[EmbeddingsClient]:
         yield EmbeddingsClient(server.url, "hashing-64", dimensions=64)
 
 
-def indexed(conn: psycopg.Connection, embedder: EmbeddingsClient) -> tuple[Principal, dict]:
+def indexed(conn: psycopg.Connection, embedder: EmbeddingsClient) -> tuple[Principal, uuid.UUID]:
     """An organisation with one published source of DOCUMENTS (embedded)."""
     org = create_organisation(conn, name="Plain")
-    admin = Principal(
-        org_id=org.id, user_id="root", client_id="t", scopes=frozenset({SCOPE_CONTEXT_ADMIN})
-    )
-    source = service.create_source(
-        conn,
-        admin,
-        space_id=org.space_id,
-        kind=SourceKind.DOCS,
-        name="docs",
-        classification=Classification.INTERNAL,
-    )
-    service.index_snapshot(conn, admin, source["id"], DOCUMENTS, embedder=embedder)
-    return admin, source
+    return admin_of(org), publish_source(conn, org, DOCUMENTS, embedder=embedder)
 
 
 def candidates(
     conn: psycopg.Connection,
     admin: Principal,
-    source: dict,
+    source: uuid.UUID,
     vector: list[float],
     backend: SearchBackend,
 ) -> list[Candidate]:
     return find_candidates(
         conn,
         org_id=admin.org_id,
-        source_ids=[source["id"]],
+        source_ids=[source],
         query="refund receipt",
         query_vector=vector,
         backend=backend,
@@ -164,7 +153,7 @@ def test_the_pgvector_backend_fails_closed_with_the_vector_search_on_a_side_conn
             find_candidates(
                 conn,
                 org_id=admin.org_id,
-                source_ids=[source["id"]],
+                source_ids=[source],
                 query="refund receipt",
                 query_vector=vector,
                 backend=SearchBackend.PGVECTOR,

@@ -8,13 +8,12 @@ import uuid
 
 import pytest
 from psycopg import sql
+from search_support import publish_source
 
-from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
 from context_ledger.db import connection
 from context_ledger.search import bm25
 from context_ledger.search.fulltext import RANK, SearchQuery, text_terms
-from context_ledger.sources import service
-from context_ledger.sources.model import Classification, Document, SourceKind
+from context_ledger.sources.model import Document
 from context_ledger.spaces.service import create_organisation
 
 DOCS = [
@@ -36,19 +35,8 @@ FROM chunks c, unnest(c.tsv) AS u WHERE c.source_id = %(source)s
 def source(db) -> tuple[uuid.UUID, uuid.UUID]:
     with connection() as conn:
         org = create_organisation(conn, name="Acme")
-        admin = Principal(
-            org_id=org.id, user_id="root", client_id="t", scopes=frozenset({SCOPE_CONTEXT_ADMIN})
-        )
-        created = service.create_source(
-            conn,
-            admin,
-            space_id=org.space_id,
-            kind=SourceKind.DOCS,
-            name="docs",
-            classification=Classification.INTERNAL,
-        )
-        service.index_snapshot(conn, admin, created["id"], DOCS, embedder=None)
-    return org.id, created["id"]
+        created = publish_source(conn, org, DOCS)
+    return org.id, created
 
 
 def expected_ranks(rows: list[dict], lexemes: tuple[str, ...], weights, average: float) -> dict:

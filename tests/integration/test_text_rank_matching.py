@@ -6,16 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from search_support import publish_source
 
-from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
 from context_ledger.db import connection
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.local.embeddings_server import serve_embeddings
 from context_ledger.search import bm25
 from context_ledger.search.candidates import find_candidates
 from context_ledger.settings import SearchBackend
-from context_ledger.sources import service
-from context_ledger.sources.model import Classification, Document, SourceKind
+from context_ledger.sources.model import Document
 from context_ledger.spaces.service import create_organisation
 
 # "refund" is in four chunks, "chargeback" in one.
@@ -35,20 +34,9 @@ def embedder() -> Iterator[EmbeddingsClient]:
 def searched(db, embedder):
     with connection() as conn:
         org = create_organisation(conn, name="Acme")
-        admin = Principal(
-            org_id=org.id, user_id="root", client_id="t", scopes=frozenset({SCOPE_CONTEXT_ADMIN})
-        )
-        source = service.create_source(
-            conn,
-            admin,
-            space_id=org.space_id,
-            kind=SourceKind.DOCS,
-            name="docs",
-            classification=Classification.INTERNAL,
-        )
-        service.index_snapshot(conn, admin, source["id"], DOCS, embedder=embedder)
+        source = publish_source(conn, org, DOCS, embedder=embedder)
         paths = {r["id"]: r["path"] for r in conn.execute("SELECT id, path FROM chunks")}
-    return org, source["id"], paths
+    return org, source, paths
 
 
 def search(org, source_id, query: str, vector=None):

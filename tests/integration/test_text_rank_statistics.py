@@ -6,13 +6,13 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from search_support import admin_of, publish_source
 
-from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
 from context_ledger.db import connection
 from context_ledger.search.bm25 import idf
 from context_ledger.search.fulltext import SearchQuery, text_terms
 from context_ledger.sources import service
-from context_ledger.sources.model import Classification, Document, SourceKind
+from context_ledger.sources.model import Document
 from context_ledger.spaces.service import Organisation, create_organisation
 
 DOCS = [
@@ -45,25 +45,9 @@ def org(db) -> Organisation:
         return create_organisation(conn, name="Acme")
 
 
-def admin_of(org: Organisation) -> Principal:
-    return Principal(
-        org_id=org.id, user_id="root", client_id="t", scopes=frozenset({SCOPE_CONTEXT_ADMIN})
-    )
-
-
 def indexed_source(org: Organisation, documents: list[Document]) -> uuid.UUID:
-    admin = admin_of(org)
     with connection() as conn:
-        source = service.create_source(
-            conn,
-            admin,
-            space_id=org.space_id,
-            kind=SourceKind.DOCS,
-            name="docs",
-            classification=Classification.INTERNAL,
-        )
-        service.index_snapshot(conn, admin, source["id"], documents, embedder=None)
-    return source["id"]
+        return publish_source(conn, org, documents)
 
 
 def assert_statistics_match_the_chunks() -> None:

@@ -11,7 +11,7 @@ ifeq ($(PY312),)
 PY312 := $(shell command -v python3.12 2>/dev/null)
 endif
 
-.PHONY: install dev demo test fuzz lint lint-sam format build eval bench bench-ingest bench-retrieve bench-gateway bench-dlp bench-relevant bench-chain bench-embeddings bench-quotas load faults clean
+.PHONY: install dev demo test fuzz lint lint-sam format build eval bench bench-ingest bench-retrieve bench-gateway bench-dlp bench-relevant bench-hnsw bench-chain bench-embeddings bench-quotas load faults clean
 
 $(BIN)/context-ledger: pyproject.toml shared/requirements.txt functions/embeddings/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,9 @@ $(VENV)-torch/bin/python:
 
 bench-chain: install  ## evidence chain: writer-handler appends/s and verify records/s vs bare SQL
 	$(BIN)/python bench/chain.py
+
+bench-hnsw: install  ## pgvector HNSW recall and latency against ef_search, MiniLM and hashing vectors (first run embeds 100k passages)
+	$(BIN)/python bench/hnsw_recall.py $(ARGS)
 
 bench-relevant: install  ## memory /relevant latency: handler vs bare candidate SQL, 1k/10k/100k memories
 	$(BIN)/python bench/relevant.py

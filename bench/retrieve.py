@@ -453,7 +453,7 @@ def capture_bare_search(
     from context_ledger.retrieval.service import CANDIDATES
     from context_ledger.search.candidates import find_candidates
     from context_ledger.search.fulltext import _TERM_STATS
-    from context_ledger.settings import SearchBackend
+    from context_ledger.settings import SearchBackend, get_settings
     from context_ledger.sources.searchable import _CURRENT_VERSIONS
 
     recorded: list[Statement] = []
@@ -475,6 +475,7 @@ def capture_bare_search(
                 query_vector=vector,
                 backend=SearchBackend(backend),
                 limit=CANDIDATES,
+                ef_search=get_settings().hnsw_ef_search,  # the handler's
             )
             conn.rollback()
     first_step = {_TERM_STATS, _CURRENT_VERSIONS}

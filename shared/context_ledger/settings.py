@@ -30,6 +30,10 @@ DEFAULT_LEVEL_WEIGHTS: dict[str, float] = {
     "personal": 0.85,
 }
 
+#: ``KEYSTONE_CONTEXT_HNSW_EF_SEARCH``'s default: the pgvector backend's HNSW candidate list
+#: size (docs/decisions.md, "HNSW candidate list size").
+DEFAULT_HNSW_EF_SEARCH = 400
+
 #: A placeholder that ships in samples and must never be used outside local mode.
 PLACEHOLDER_SECRET = "change-me"  # noqa: S105 (the value we refuse, not a secret)
 
@@ -144,6 +148,10 @@ class Settings(BaseSettings):
 
     # --- context API (spec: retrieval-and-attribution) ----------------------------------------
     search_backend: SearchBackend = _env("KEYSTONE_CONTEXT_SEARCH_BACKEND", SearchBackend.EXACT)
+    # pgvector's own range for hnsw.ef_search.
+    hnsw_ef_search: int = _env(
+        "KEYSTONE_CONTEXT_HNSW_EF_SEARCH", DEFAULT_HNSW_EF_SEARCH, ge=1, le=1000
+    )
     level_weights: Annotated[dict[str, float], NoDecode] = _env(
         "KEYSTONE_CONTEXT_LEVEL_WEIGHTS", default_factory=dict
     )

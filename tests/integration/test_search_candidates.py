@@ -21,7 +21,7 @@ from context_ledger.search.exact import exact_search
 from context_ledger.search.fulltext import SearchQuery
 from context_ledger.search.hybrid import rank
 from context_ledger.search.vectors import index_name
-from context_ledger.settings import SearchBackend
+from context_ledger.settings import DEFAULT_HNSW_EF_SEARCH, SearchBackend
 from context_ledger.sources import service
 from context_ledger.sources.model import Document, SourceKind
 from context_ledger.spaces.service import Organisation, create_organisation
@@ -104,6 +104,7 @@ def search(
     embedder: EmbeddingsClient | None = None,
     backend: SearchBackend = SearchBackend.EXACT,
     limit: int = 100,
+    ef_search: int = DEFAULT_HNSW_EF_SEARCH,
 ) -> list[Candidate]:
     vector = embedder.embed([query])[0] if embedder else None
     with connection() as conn:
@@ -115,6 +116,7 @@ def search(
             query_vector=vector,
             backend=backend,
             limit=limit,
+            ef_search=ef_search,
         )
 
 
@@ -406,6 +408,36 @@ def test_the_sql_function_and_pgvector_compute_the_same_exact_hits(org, embedder
     similarity = {h.chunk_id: h.similarity for h in by_pgvector}
     for hit in by_function:
         assert hit.similarity == pytest.approx(similarity[hit.chunk_id], abs=1e-6)
+
+
+@pytest.mark.parametrize("ef_search", [1, 64, 1000])
+def test_the_hnsw_scan_explores_the_configured_candidate_list(
+    org, embedder, monkeypatch, ef_search: int
+) -> None:
+    source = indexed_source(org, SMALL_SET, embedder)
+    seen: list[str] = []
+    real_run = pgvector_backend.run
+
+    def run_and_look(conn, statement, query):  # type: ignore[no-untyped-def]
+        seen.append(conn.execute("SHOW hnsw.ef_search").fetchone()["hnsw.ef_search"])
+        return real_run(conn, statement, query)
+
+    monkeypatch.setattr(pgvector_backend, "run", run_and_look)
+    found = search(
+        org,
+        [source],
+        "audit",
+        embedder=embedder,
+        backend=SearchBackend.PGVECTOR,
+        limit=10,
+        ef_search=ef_search,
+    )
+
+    assert seen == [str(ef_search)]
+    # The iterative scan goes on past a short list: the search still finds its `limit` hits.
+    assert sum(c.found_by_vector for c in found) == 10
+    with connection() as conn:  # the setting was the search's transaction's only
+        assert conn.execute("SHOW hnsw.ef_search").fetchone()["hnsw.ef_search"] == "40"
 
 
 def test_the_pgvector_backend_builds_its_index_once_per_dimension(

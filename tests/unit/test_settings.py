@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from context_ledger.settings import (
+    DEFAULT_HNSW_EF_SEARCH,
     DEFAULT_LEVEL_WEIGHTS,
     SearchBackend,
     SettingsError,
@@ -17,6 +18,7 @@ def test_defaults_need_no_environment() -> None:
     settings = load_settings()
 
     assert settings.search_backend is SearchBackend.EXACT
+    assert settings.hnsw_ef_search == DEFAULT_HNSW_EF_SEARCH
     assert settings.models_context_link_wait_ms == 750
     assert settings.memory_max_candidates == 10_000
     assert settings.effective_level_weights == DEFAULT_LEVEL_WEIGHTS
@@ -46,6 +48,8 @@ def test_weights_at_the_bounds_are_accepted() -> None:
     ("variable", "value"),
     [
         ("KEYSTONE_CONTEXT_SEARCH_BACKEND", "faiss"),
+        ("KEYSTONE_CONTEXT_HNSW_EF_SEARCH", "0"),
+        ("KEYSTONE_CONTEXT_HNSW_EF_SEARCH", "1001"),
         ("KEYSTONE_MODELS_CONTEXT_LINK_WAIT_MS", "soon"),
         ("KEYSTONE_CONTEXT_EMBEDDINGS_DIMENSIONS", "0"),
         ("KEYSTONE_CONTEXT_EMBEDDINGS_URL", "not a url"),
@@ -56,6 +60,11 @@ def test_weights_at_the_bounds_are_accepted() -> None:
 def test_an_invalid_value_names_its_variable(variable: str, value: str) -> None:
     with pytest.raises(SettingsError, match=variable):
         load_settings(**{variable: value})
+
+
+def test_the_hnsw_candidate_list_size_is_pgvectors_range() -> None:
+    assert load_settings(KEYSTONE_CONTEXT_HNSW_EF_SEARCH="1").hnsw_ef_search == 1
+    assert load_settings(KEYSTONE_CONTEXT_HNSW_EF_SEARCH="1000").hnsw_ef_search == 1000
 
 
 def test_aws_mode_requires_a_database_and_a_jwks(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -140,6 +140,7 @@ def _search(
             query_vector=query.vector,
             backend=deps.settings.search_backend,
             limit=CANDIDATES,
+            ef_search=deps.settings.hnsw_ef_search,
             side_connection=side,
         )
     if not query.degraded:

@@ -35,7 +35,7 @@ from psycopg import Connection
 from context_ledger.search.exact import exact_search, similarity_sql, uses_pgvector
 from context_ledger.search.fulltext import Hit, SearchQuery, normalised, text_search, text_terms
 from context_ledger.search.pgvector_backend import hnsw_search
-from context_ledger.settings import SearchBackend
+from context_ledger.settings import DEFAULT_HNSW_EF_SEARCH, SearchBackend
 from context_ledger.sources.searchable import pending_current_versions
 
 
@@ -68,13 +68,15 @@ def find_candidates(
     query_vector: Sequence[float] | None,
     backend: SearchBackend,
     limit: int = 100,
+    ef_search: int = DEFAULT_HNSW_EF_SEARCH,
     side_connection: Connection | None = None,
 ) -> list[Candidate]:
     """Every chunk found by either search, in chunk id order (search/hybrid.py ranks them).
 
     Only the current index version of the given sources of ``org_id`` is searched. Without a
     query vector the search is full-text only. The pgvector backend raises
-    PgvectorUnavailableError (503) when the database has no pgvector. With a
+    PgvectorUnavailableError (503) when the database has no pgvector; it explores ``ef_search``
+    candidates at a time (pgvector_backend.py). With a
     ``side_connection`` the vector search runs on it while the text search runs on ``conn``:
     the two statements take about as long as the slower one instead of both together.
     """
@@ -94,11 +96,16 @@ def find_candidates(
     if side_connection is None:
         # The vector search runs first, so a pgvector backend without pgvector fails before
         # the text search needs its column.
-        vector_hits = _vector_search(conn, search, backend, pgvector=pgvector)
+        vector_hits = _vector_search(conn, search, backend, pgvector=pgvector, ef_search=ef_search)
         text_hits = text_search(conn, search, similarity=similarity)
         return merge(text_hits, vector_hits, limit=limit)
     pending = _SIDE_SEARCHES.submit(
-        _vector_search_in_transaction, side_connection, search, backend, pgvector=pgvector
+        _vector_search_in_transaction,
+        side_connection,
+        search,
+        backend,
+        pgvector=pgvector,
+        ef_search=ef_search,
     )
     try:
         text_hits = text_search(conn, search, similarity=similarity)
@@ -125,19 +132,19 @@ _SIDE_SEARCHES = ThreadPoolExecutor(max_workers=8, thread_name_prefix="vector-se
 
 
 def _vector_search(
-    conn: Connection, search: SearchQuery, backend: SearchBackend, *, pgvector: bool
+    conn: Connection, search: SearchQuery, backend: SearchBackend, *, pgvector: bool, ef_search: int
 ) -> list[Hit]:
     if backend is SearchBackend.PGVECTOR:
-        return hnsw_search(conn, search)
+        return hnsw_search(conn, search, ef_search=ef_search)
     return exact_search(conn, search, pgvector=pgvector)
 
 
 def _vector_search_in_transaction(
-    conn: Connection, search: SearchQuery, backend: SearchBackend, *, pgvector: bool
+    conn: Connection, search: SearchQuery, backend: SearchBackend, *, pgvector: bool, ef_search: int
 ) -> list[Hit]:
     # The side connection goes back to the pool idle; the pipeline sends BEGIN with the search.
     with conn.pipeline(), conn.transaction():
-        return _vector_search(conn, search, backend, pgvector=pgvector)
+        return _vector_search(conn, search, backend, pgvector=pgvector, ef_search=ef_search)
 
 
 def _cutoff(scores: list[float], limit: int) -> float:

@@ -7,7 +7,8 @@ rather than falling back to the exact one.
 
 Two settings apply to each search, for its transaction only (``SET LOCAL`` semantics):
 
-- ``hnsw.ef_search``, the candidate list size (pgvector's default 40), is :data:`EF_SEARCH`.
+- ``hnsw.ef_search``, the candidate list size (pgvector's default 40): the caller's, from
+  ``KEYSTONE_CONTEXT_HNSW_EF_SEARCH`` (default ``settings.DEFAULT_HNSW_EF_SEARCH``).
 - ``hnsw.iterative_scan = relaxed_order``: the index knows nothing of organisations and sources,
   so rows of other sources are filtered out after the scan. Without iterative scans a small
   source in a large table would get few or no hits, and no search could return more than
@@ -27,11 +28,6 @@ from context_ledger.search.vectors import (
     ensure_vector_index,
     vector_search_sql,
 )
-
-#: HNSW candidate list size. Measured against exact search (SciFact and CoSQA, 19k chunks of
-#: three sources, hashing embeddings of 64 and 384 dimensions, top 100): recall@10 .92-.94 at
-#: 100, .96-.98 at 200, .98-.99 at 400, for about 2 ms more than 100.
-EF_SEARCH = 400
 
 _SETTINGS = sql.SQL(
     "SELECT set_config('hnsw.ef_search', {ef_search}, true),"
@@ -90,9 +86,9 @@ def _ensure_index(conn: Connection, dimensions: int) -> tuple[str, str, str, int
     return key
 
 
-def hnsw_search(conn: Connection, query: SearchQuery) -> list[Hit]:
+def hnsw_search(conn: Connection, query: SearchQuery, *, ef_search: int) -> list[Hit]:
     """About the ``query.limit`` searchable chunks nearest to ``query.vector``, with their text
-    ranks, in no particular order.
+    ranks, in no particular order, exploring ``ef_search`` candidates at a time.
 
     Raises PgvectorUnavailableError when the database has no pgvector.
     """
@@ -107,7 +103,7 @@ def hnsw_search(conn: Connection, query: SearchQuery) -> list[Hit]:
         similarity=search.similarity,
         current_versions=_current_versions(len(query.version_groups())),
     )
-    settings = _SETTINGS.format(ef_search=sql.Literal(str(EF_SEARCH)))
+    settings = _SETTINGS.format(ef_search=sql.Literal(str(ef_search)))
     try:
         # A transaction (or savepoint) scopes the settings; in a pipeline its BEGIN, the settings
         # and the search go in one round trip (db/pending.py).

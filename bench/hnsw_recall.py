@@ -42,12 +42,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import psycopg
-from bench_support import load_queries, write_results
+from bench_support import git_revision, load_queries, write_results
 from tqdm import tqdm
 
 REPO = Path(__file__).resolve().parents[1]
@@ -243,7 +244,13 @@ def main() -> int:
                     f"  p50 {row['p50_ms']:6.2f} ms  p95 {row['p95_ms']:6.2f} ms",
                     flush=True,
                 )
-    write_results(args.json, {"passages": len(texts), "queries": len(claims), "rows": rows})
+    measured = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"),
+        "git": git_revision(),
+        "command": " ".join(["bench/hnsw_recall.py", *sys.argv[1:]]),
+    }
+    figures = {"passages": len(texts), "queries": len(claims), "rows": rows, "measured": measured}
+    write_results(args.json, figures)
     return 0
 
 

@@ -31,8 +31,8 @@ DEFAULT_LEVEL_WEIGHTS: dict[str, float] = {
 }
 
 #: ``KEYSTONE_CONTEXT_HNSW_EF_SEARCH``'s default: the pgvector backend's HNSW candidate list
-#: size (docs/decisions.md, "HNSW candidate list size").
-DEFAULT_HNSW_EF_SEARCH = 400
+#: size, chosen on MiniLM vectors (docs/decisions.md, "pgvector search: ef_search 200").
+DEFAULT_HNSW_EF_SEARCH = 200
 
 #: A placeholder that ships in samples and must never be used outside local mode.
 PLACEHOLDER_SECRET = "change-me"  # noqa: S105 (the value we refuse, not a secret)

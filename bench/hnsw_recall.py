@@ -86,7 +86,8 @@ def _minilm(texts: list[str], torch_python: str) -> np.ndarray:
             texts_file.write_text(json.dumps(texts), encoding="utf-8")
             env = {**os.environ, "PYTHONPATH": str(REPO / "shared")}
             command = [torch_python, __file__, "--worker", str(texts_file), str(out_file)]
-            subprocess.run(command, env=env, check=True)  # its progress goes to stderr
+            if subprocess.run(command, env=env, check=False).returncode != 0:  # progress: stderr
+                raise SystemExit(f"the MiniLM worker in {torch_python} failed (output above)")
             return np.load(out_file)
     from context_ledger.embeddings.minilm import MiniLMEmbeddingProvider
 

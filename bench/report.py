@@ -124,7 +124,10 @@ def retrieve_section(figures: Figures) -> str:
         "handler - bare, p50 ms",
         "p95 ratio",
     )
-    return f"{figures['queries']} queries per row.\n\n" + table(header, rows)
+    intro = f"{figures['queries']} queries per row"
+    if "ef_search" in figures:  # recorded since the setting exists
+        intro += f"; pgvector rows at `hnsw.ef_search` {figures['ef_search']}"
+    return intro + ".\n\n" + table(header, rows)
 
 
 def relevant_section(figures: Figures) -> str:

@@ -757,13 +757,18 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.pop("AWS_PROFILE", None)
     from ingest import scratch_database  # bench/ is the script's folder, first on sys.path
 
+    from context_ledger.settings import get_settings
+
+    ef_search = get_settings().hnsw_ef_search
     with scratch_database() as url:
+        print(f"pgvector rows: hnsw.ef_search {ef_search} (KEYSTONE_CONTEXT_HNSW_EF_SEARCH)")
         print(HEADER)
         rows = run(args, url, lambda line: print(line, flush=True))
     print()
     print(summary(rows))
     print(f"total {time.perf_counter() - started:.0f} s")
-    write_results(args.json, {"queries": args.queries, "dims": args.dims, "rows": rows})
+    figures = {"queries": args.queries, "dims": args.dims, "ef_search": ef_search, "rows": rows}
+    write_results(args.json, figures)
     return 0
 
 

@@ -245,6 +245,13 @@ def test_retrieve_rows_pair_the_handler_with_its_bare_sql_and_their_p95_ratio():
     assert "| 2,000 | exact | full-text | 10.0 / 20.0 | 15.0 / 25.0 | 5.0 | 1.25x |" in markdown
 
 
+def test_retrieve_figures_say_the_hnsw_candidate_list_they_were_measured_with():
+    with_setting = dict(RETRIEVE["results"], ef_search=200)
+
+    assert "pgvector rows at `hnsw.ef_search` 200." in report.retrieve_section(with_setting)
+    assert "ef_search" not in report.retrieve_section(RETRIEVE["results"])  # older records
+
+
 def test_cold_start_rows_compare_each_function_with_the_baseline_measured_beside_it():
     markdown = report.coldstart_section(COLDSTART["results"])
 

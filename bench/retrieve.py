@@ -757,9 +757,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.pop("AWS_PROFILE", None)
     from ingest import scratch_database  # bench/ is the script's folder, first on sys.path
 
-    from context_ledger.settings import get_settings
+    from context_ledger.settings import load_settings
 
-    ef_search = get_settings().hnsw_ef_search
+    ef_search = load_settings().hnsw_ef_search  # not cached: DATABASE_URL is not set yet
     with scratch_database() as url:
         print(f"pgvector rows: hnsw.ef_search {ef_search} (KEYSTONE_CONTEXT_HNSW_EF_SEARCH)")
         print(HEADER)

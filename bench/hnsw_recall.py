@@ -44,12 +44,13 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import psycopg
-from bench_support import git_revision, load_queries, write_results
 from tqdm import tqdm
+
+if TYPE_CHECKING:  # the torch worker's interpreter has neither psycopg nor the project's bench
+    import psycopg
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE = Path.home() / ".cache" / "context-ledger-eval" / "hnsw"
@@ -214,6 +215,8 @@ def main() -> int:
         _worker(Path(args.worker[0]), Path(args.worker[1]))
         return 0
 
+    import psycopg
+    from bench_support import git_revision, load_queries, write_results
     from ingest import scratch_database
     from retrieve import DATA, corpus_passages
 

@@ -74,8 +74,8 @@ $(VENV)-torch/bin/python:
 bench-chain: install  ## evidence chain: writer-handler appends/s and verify records/s vs bare SQL
 	$(BIN)/python bench/chain.py
 
-bench-hnsw: install  ## pgvector HNSW recall and latency against ef_search, MiniLM and hashing vectors (first run embeds 100k passages)
-	$(BIN)/python bench/hnsw_recall.py --json bench/results/hnsw_recall.json $(ARGS)
+bench-hnsw: install $(VENV)-torch/bin/python  ## pgvector HNSW recall and latency against ef_search, MiniLM and hashing vectors (first run embeds 100k passages, ~30 min)
+	$(BIN)/python bench/hnsw_recall.py --torch-python $(VENV)-torch/bin/python --json bench/results/hnsw_recall.json $(ARGS)
 
 bench-relevant: install  ## memory /relevant latency: handler vs bare candidate SQL, 1k/10k/100k memories
 	$(BIN)/python bench/relevant.py

@@ -127,7 +127,7 @@ def pending_weights(
     """:func:`effective_weights`' statement, sent now and read later (db/pending.py)."""
 
     def effective(cursor: psycopg.Cursor[Any]) -> dict[str, float]:
-        return {**settings.effective_level_weights, **_overrides(cursor)}
+        return LevelWeights(settings.effective_level_weights, _overrides(cursor)).effective
 
     return send(conn, _OVERRIDES, {"org_id": org_id}, effective)
 

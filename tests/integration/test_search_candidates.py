@@ -7,7 +7,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 
+import psycopg
 import pytest
+from psycopg.rows import dict_row
 from search_support import admin_of, publish_source
 
 from context_ledger.db import connection
@@ -105,6 +107,7 @@ def search(
     backend: SearchBackend = SearchBackend.EXACT,
     limit: int = 100,
     ef_search: int = DEFAULT_HNSW_EF_SEARCH,
+    side_connection: psycopg.Connection | None = None,
 ) -> list[Candidate]:
     vector = embedder.embed([query])[0] if embedder else None
     with connection() as conn:
@@ -117,6 +120,7 @@ def search(
             backend=backend,
             limit=limit,
             ef_search=ef_search,
+            side_connection=side_connection,
         )
 
 
@@ -411,27 +415,38 @@ def test_the_sql_function_and_pgvector_compute_the_same_exact_hits(org, embedder
 
 
 @pytest.mark.parametrize("ef_search", [1, 64, 1000])
+@pytest.mark.parametrize("beside", [False, True], ids=["one connection", "side connection"])
 def test_the_hnsw_scan_explores_the_configured_candidate_list(
-    org, embedder, monkeypatch, ef_search: int
+    org, embedder, monkeypatch, database_url, ef_search: int, beside: bool
 ) -> None:
     source = indexed_source(org, SMALL_SET, embedder)
     seen: list[str] = []
     real_run = pgvector_backend.run
 
     def run_and_look(conn, statement, query):  # type: ignore[no-untyped-def]
-        seen.append(conn.execute("SHOW hnsw.ef_search").fetchone()["hnsw.ef_search"])
-        return real_run(conn, statement, query)
+        # Sent with the search and read after it: a read of its own would end the side
+        # connection's implicit transaction, and the settings with it.
+        shown = conn.execute("SHOW hnsw.ef_search")
+        hits = real_run(conn, statement, query)
+        seen.append(shown.fetchone()["hnsw.ef_search"])
+        return hits
 
     monkeypatch.setattr(pgvector_backend, "run", run_and_look)
-    found = search(
-        org,
-        [source],
-        "audit",
-        embedder=embedder,
-        backend=SearchBackend.PGVECTOR,
-        limit=10,
-        ef_search=ef_search,
-    )
+    with psycopg.connect(database_url, row_factory=dict_row) as side:
+        found = search(
+            org,
+            [source],
+            "audit",
+            embedder=embedder,
+            backend=SearchBackend.PGVECTOR,
+            limit=10,
+            ef_search=ef_search,
+            side_connection=side if beside else None,
+        )
+        if beside:  # handed back as it came: idle, transactional, the default list
+            assert side.info.transaction_status is psycopg.pq.TransactionStatus.IDLE
+            assert not side.autocommit
+            assert side.execute("SHOW hnsw.ef_search").fetchone()["hnsw.ef_search"] == "40"
 
     assert seen == [str(ef_search)]
     # The iterative scan goes on past a short list: the search still finds its `limit` hits.

@@ -179,6 +179,7 @@ def test_the_pgvector_backend_fails_closed_when_pgvector_is_dropped_after_use(
     with psycopg.connect(url, row_factory=dict_row) as conn:
         with pytest.raises(PgvectorUnavailableError):
             candidates(conn, admin, source, vector, SearchBackend.PGVECTOR)
+        conn.rollback()  # as the failed request's transaction is
         # The next search checks again rather than trusting what this process saw before.
         with pytest.raises(PgvectorUnavailableError):
             candidates(conn, admin, source, vector, SearchBackend.PGVECTOR)

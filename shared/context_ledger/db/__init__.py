@@ -1,5 +1,11 @@
 """Connection pool, numbered SQL migrations and their runner."""
 
-from context_ledger.db.pool import close_pool, connection, get_pool, spare_connection
+from context_ledger.db.pool import (
+    autocommit,
+    close_pool,
+    connection,
+    get_pool,
+    spare_connection,
+)
 
-__all__ = ["close_pool", "connection", "get_pool", "spare_connection"]
+__all__ = ["autocommit", "close_pool", "connection", "get_pool", "spare_connection"]

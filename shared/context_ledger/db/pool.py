@@ -30,6 +30,7 @@ from contextlib import contextmanager
 
 import psycopg
 from psycopg.conninfo import make_conninfo
+from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -147,6 +148,24 @@ def connection() -> Iterator[psycopg.Connection]:
     """A pooled connection inside a transaction: committed on success, rolled back on error."""
     with get_pool().connection() as conn:
         yield conn
+
+
+@contextmanager
+def autocommit(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
+    """``conn`` in autocommit mode for the block, then back in the mode it was in.
+
+    For statements that commit on their own on a connection outside a transaction (a pooled
+    one): each round trip is its own implicit transaction, without the BEGIN and COMMIT of
+    psycopg's transactional mode, and the connection stays idle. A connection that broke
+    meanwhile cannot change mode and is left as it is: the pool discards it when it comes back.
+    """
+    previous = conn.autocommit
+    conn.autocommit = True
+    try:
+        yield conn
+    finally:
+        if conn.info.transaction_status is TransactionStatus.IDLE:
+            conn.autocommit = previous
 
 
 #: How long spare_connection waits: psycopg_pool refuses at once a timeout of 0, even with a

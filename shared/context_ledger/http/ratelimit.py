@@ -20,7 +20,7 @@ from fastapi import Depends, Request
 
 from context_ledger.auth.authorizer import bearer_token
 from context_ledger.auth.principal import Principal
-from context_ledger.db import get_pool
+from context_ledger.db import autocommit, get_pool
 from context_ledger.errors import ApiError, UnauthorizedError
 from context_ledger.http.principal import current_principal
 from context_ledger.log import logger
@@ -71,12 +71,8 @@ def count(request: Request, caller: Principal, credential_limit: CredentialLimit
         return
     # One round trip: the statement commits on its own, without BEGIN and COMMIT around it
     # (the pool hands connections out outside a transaction and wants them back that way).
-    with get_pool().connection() as conn:
-        conn.autocommit = True
-        try:
-            verdicts = store.take(conn, buckets)
-        finally:
-            conn.autocommit = False
+    with get_pool().connection() as conn, autocommit(conn):
+        verdicts = store.take(conn, buckets)
     refused = [v for v in verdicts if v.refused]
     if refused:
         worst = max(refused, key=lambda v: v.wait_seconds)

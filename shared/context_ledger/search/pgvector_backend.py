@@ -5,7 +5,10 @@ first search of a dimension pays for the build. Without pgvector every search ra
 :class:`PgvectorUnavailableError` (503): the operator asked for this backend, so it fails closed
 rather than falling back to the exact one.
 
-Two settings apply to each search, for its transaction only (``SET LOCAL`` semantics):
+Two settings apply to each search, for its transaction only (``SET LOCAL`` semantics): the
+caller's transaction, or on a connection in autocommit mode (the side connection of
+search/candidates.py) the implicit one PostgreSQL runs the pipelined settings and search in, which
+ends at their one Sync. No BEGIN, COMMIT or savepoint: those cost a round trip or more each.
 
 - ``hnsw.ef_search``, the candidate list size (pgvector's default 40): the caller's, from
   ``KEYSTONE_CONTEXT_HNSW_EF_SEARCH`` (default ``settings.DEFAULT_HNSW_EF_SEARCH``).
@@ -105,9 +108,9 @@ def hnsw_search(conn: Connection, query: SearchQuery, *, ef_search: int) -> list
     )
     settings = _SETTINGS.format(ef_search=sql.Literal(str(ef_search)))
     try:
-        # A transaction (or savepoint) scopes the settings; in a pipeline its BEGIN, the settings
-        # and the search go in one round trip (db/pending.py).
-        with conn.pipeline(), conn.transaction():
+        # One round trip, one transaction: the settings and the search are sent together and
+        # synchronised once, when the hits are read (db/pending.py).
+        with conn.pipeline():
             conn.execute(settings)
             return run(conn, with_text_rank(hits), query)
     except (psycopg.errors.UndefinedObject, psycopg.errors.UndefinedColumn) as exc:

@@ -57,9 +57,9 @@ def vector_dimensions(query: SearchQuery) -> int:
 
 
 def similarity_sql(dimensions: int, *, pgvector: bool, table: str = "c") -> sql.Composed:
-    """Cosine similarity of ``table``'s embedding and the parameter ``query_vector`` (a list of
-    ``dimensions`` floats); NULL when the dimensions differ or a vector is zero (NaN with
-    pgvector)."""
+    """Cosine similarity of ``table``'s embedding and the parameter ``query_vector`` (``dimensions``
+    values, a Float4Array or a list of floats); NULL when the dimensions differ or a vector is
+    zero (NaN with pgvector)."""
     if not pgvector:
         return _SQL_FUNCTION_SIMILARITY.format(embedding=sql.Identifier(table, "embedding"))
     return _PGVECTOR_SIMILARITY.format(

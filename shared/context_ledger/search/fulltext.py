@@ -39,6 +39,7 @@ from typing import Any
 from psycopg import Connection, sql
 from psycopg.rows import class_row, dict_row
 
+from context_ledger.db.float4_array import Float4Array
 from context_ledger.search.bm25 import K1, B, TermStats, query_terms
 from context_ledger.sources.chunking.identifiers import search_text
 from context_ledger.sources.searchable import SEARCHABLE_CHUNKS
@@ -155,7 +156,7 @@ class SearchQuery:
             "org_id": self.org_id,
             "source_ids": list(self.source_ids),
             "query_text": processed_query(self.text),
-            "query_vector": None if self.vector is None else list(self.vector),
+            "query_vector": None if self.vector is None else Float4Array(self.vector),
             "limit": self.limit,
             **self.terms.params(),
             **{

@@ -69,8 +69,8 @@ class VectorSearchSql:
 
     ``predicate`` goes in the WHERE clause; ``distance`` (half-precision cosine distance, 0 to 2)
     in ORDER BY; ``similarity`` (1 - the full-precision cosine distance) in the select list. The
-    query vector is the named parameter ``query_vector``: a list of floats (sent as ``float8[]``
-    and cast) or a pgvector ``Vector``.
+    query vector is the named parameter ``query_vector``, a ``real[]`` (db/float4_array.py) or a
+    list of floats (``float8[]``), cast to the vector type.
     """
 
     predicate: sql.Composed

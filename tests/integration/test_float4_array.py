@@ -1,0 +1,38 @@
+"""``Float4Array`` (db/float4_array.py): bound as a ``real[]``, it is the value a list of floats
+becomes once cast to ``real[]``, ``vector`` or ``halfvec``, whatever the connection."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import psycopg
+import pytest
+
+from context_ledger.db.float4_array import Float4Array
+
+
+@pytest.fixture
+def conn(database_url):
+    with psycopg.connect(database_url) as conn:
+        yield conn
+
+
+def test_the_server_reads_single_precision_values(conn) -> None:
+    values = [random.uniform(-2, 2) for _ in range(384)] + [0.0, -0.0, 1e-30, 3.4e38]
+    with conn.cursor(binary=True) as cursor:  # floats read back exactly
+        row = cursor.execute("SELECT %s::real[]", [Float4Array(values)]).fetchone()
+    assert row[0] == np.asarray(values, dtype=np.float32).tolist()
+
+
+@pytest.mark.parametrize("cast", ["real[]", "vector(5)", "halfvec(5)"])
+def test_a_cast_gives_what_the_cast_of_a_float8_list_gives(conn, cast) -> None:
+    values = [0.1, -1 / 3, 2.5e-8, 123.456789, -7.0]
+    same = conn.execute(
+        f"SELECT %s::{cast} = %s::float8[]::{cast}", [Float4Array(values), values]
+    ).fetchone()
+    assert same == (True,)
+
+
+def test_an_empty_array(conn) -> None:
+    assert conn.execute("SELECT cardinality(%s::real[])", [Float4Array([])]).fetchone() == (0,)

@@ -36,3 +36,12 @@ def test_a_cast_gives_what_the_cast_of_a_float8_list_gives(conn, cast) -> None:
 
 def test_an_empty_array(conn) -> None:
     assert conn.execute("SELECT cardinality(%s::real[])", [Float4Array([])]).fetchone() == (0,)
+
+
+def test_other_real_arrays_keep_psycopgs_dumper(conn) -> None:
+    """Only Float4Array objects: a binary COPY of real[] lists (store_embeddings) is untouched."""
+    conn.execute("CREATE TEMP TABLE vectors (v real[])")
+    with conn.cursor().copy("COPY vectors (v) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types(["real[]"])
+        copy.write_row([[0.5, None, -1.0]])
+    assert conn.execute("SELECT v FROM vectors").fetchone() == ([0.5, None, -1.0],)

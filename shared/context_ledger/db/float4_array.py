@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import psycopg
+from psycopg.abc import AdaptContext
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
 
@@ -43,7 +44,12 @@ class Float4Array:
 
 class Float4ArrayDumper(Dumper):
     format = Format.BINARY
-    oid = _FLOAT4.array_oid
+
+    def __init__(self, cls: type, context: AdaptContext | None = None) -> None:
+        super().__init__(cls, context)
+        # Set here, not on the class: psycopg would also register a class-level oid as *the*
+        # binary dumper of every real[] (a binary COPY's rows, store_embeddings' lists).
+        self.oid = _FLOAT4.array_oid
 
     def dump(self, obj: Float4Array) -> bytes:
         elements = np.empty(len(obj), _ELEMENTS)

@@ -38,10 +38,7 @@ class Float4Array:
     __slots__ = ("values",)
 
     def __init__(self, values: Sequence[float]) -> None:
-        self.values = array("f", values)
-
-    def __len__(self) -> int:
-        return len(self.values)
+        self.values = values  # converted when dumped: a statement may not bind it at all
 
 
 class Float4ArrayDumper(Dumper):
@@ -54,7 +51,7 @@ class Float4ArrayDumper(Dumper):
         self.oid = _FLOAT4.array_oid
 
     def dump(self, obj: Float4Array) -> bytes:
-        values = array("f", obj.values)
+        values = array("f", obj.values)  # rounded to single precision, to nearest
         if sys.byteorder == "little":
             values.byteswap()
         floats = values.tobytes()

@@ -144,9 +144,8 @@ def _search(
             side_connection=side,
         )
     if not query.degraded:
-        versions = {
-            s.id: s.index_version for s in sources if any(c.source_id == s.id for c in candidates)
-        }
+        found = {c.source_id for c in candidates}
+        versions = {s.id: s.index_version for s in sources if s.id in found}
         deps.cache.put(key, CachedSearch(candidates=tuple(candidates), source_versions=versions))
     return candidates, query
 

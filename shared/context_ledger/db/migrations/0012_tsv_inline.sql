@@ -1,0 +1,13 @@
+-- Chunks keep their tsvector in the row: STORAGE MAIN instead of EXTENDED.
+--
+-- A chunk row holds its content, tsvector, embedding and pgvector's copy of the embedding, and
+-- PostgreSQL moves values to the TOAST table, largest first, until a row fits about 2 kB. With
+-- EXTENDED storage that took the tsvector of a sixth of the chunks of bench/retrieve.py's corpus,
+-- so the text search read it from TOAST for every matched chunk, twice (its lexemes and its
+-- length): at 100k chunks 1.8 ms of the statement's 9.8 ms p50. With MAIN the other values go
+-- first, the content among them, which is read only for the chunks an answer delivers; a tsvector
+-- leaves the row only if the row cannot fit a page otherwise (docs/decisions.md).
+--
+-- Rows written from here on are stored this way; existing ones when their source's next index
+-- build rewrites them, or at once with VACUUM FULL chunks (docs/deploy.md).
+ALTER TABLE chunks ALTER COLUMN tsv SET STORAGE MAIN;

@@ -22,13 +22,15 @@ handler's own cost, which drift between queries does not blur), the handler/bare
 p95s, and checks the targets
 (reported, not asserted): handler p95 at most 2x the bare query's; pgvector hybrid p95 at most
 30 ms at 100k chunks. The network calls inside the handler are also timed alone: the query
-embedding (with the stand-in as configured here and as shipped) and a bare SQS ``send_message``.
+embedding and a bare SQS ``send_message`` (on the SQS server used, and on moto's own).
 
 Two stand-in artefacts are kept out of the figures, as neither exists in production:
 
-- the stand-in embeddings server writes headers and body in two sends without TCP_NODELAY, so
-  each answer waits for the client's delayed ACK (~40 ms on Linux); the bench sets TCP_NODELAY
-  on its connections (the "as shipped" row shows the difference);
+- moto's own server (werkzeug's development server before a dispatcher for every AWS service)
+  closes the connection after each answer and finds the service by scanning moto's package per
+  request, about 1.7 ms of each publish; real SQS keeps the connection botocore reuses. The bench
+  serves moto's SQS application over kept-alive HTTP instead, as the local runtime does
+  (``local/sqs_server.py``); the last rows show a publish on both;
 - moto's ``send_message`` slows down as a queue fills (~15 ms per 1,000 messages held), so the
   attribution queue is replaced every 25 messages, outside the timed calls.
 
@@ -291,7 +293,7 @@ class AttributionQueues:
     """
 
     def __init__(self, client: Any) -> None:
-        self._client = client
+        self.client = client
         self._queues = 0
         self._sent = ROTATE_AFTER
         self.url = ""
@@ -303,7 +305,7 @@ class AttributionQueues:
         if self._sent >= ROTATE_AFTER:
             self._queues += 1
             name = f"bench-attribution-{self._queues}"
-            self.url = self._client.create_queue(QueueName=name)["QueueUrl"]
+            self.url = self.client.create_queue(QueueName=name)["QueueUrl"]
             os.environ["KEYSTONE_ATTRIBUTION_QUEUE_URL"] = self.url
             get_settings.cache_clear()
             get_settings()  # read here, not inside the next timed call
@@ -314,7 +316,21 @@ class AttributionQueues:
 
 @contextmanager
 def sqs_server() -> Iterator[AttributionQueues]:
-    """moto's SQS server on loopback (as tests/conftest.py starts it)."""
+    """moto's SQS on loopback, as the local runtime serves it (local/sqs_server.py)."""
+    import boto3
+
+    from context_ledger.local.sqs_server import serve_sqs
+
+    with serve_sqs() as server:
+        os.environ["AWS_ENDPOINT_URL_SQS"] = server.url
+        queues = AttributionQueues(boto3.client("sqs"))
+        queues.next_message()
+        yield queues
+
+
+@contextmanager
+def moto_server_queues() -> Iterator[AttributionQueues]:
+    """Attribution queues on moto's own server (as tests/conftest.py starts it), for comparison."""
     import logging
 
     import boto3
@@ -324,9 +340,8 @@ def sqs_server() -> Iterator[AttributionQueues]:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
-    os.environ["AWS_ENDPOINT_URL_SQS"] = f"http://{host}:{port}"
     try:
-        queues = AttributionQueues(boto3.client("sqs"))
+        queues = AttributionQueues(boto3.client("sqs", endpoint_url=f"http://{host}:{port}"))
         queues.next_message()
         yield queues
     finally:
@@ -591,20 +606,6 @@ def measure(
     )
 
 
-def with_tcp_nodelay(server: Any) -> type:
-    """Make the stand-in set TCP_NODELAY on its connections; return its own handler class.
-
-    The stand-in writes an answer's headers and body in two sends. With Nagle's algorithm on, the
-    body waits for the client's delayed ACK, about 40 ms on Linux, which would swamp every hybrid
-    figure; real embeddings servers set TCP_NODELAY. Only connections opened afterwards change.
-    """
-    original = server.RequestHandlerClass
-    server.RequestHandlerClass = type(
-        "NoDelayHandler", (original,), {"disable_nagle_algorithm": True}
-    )
-    return original
-
-
 def time_calls(call: Callable[[str], object], queries: Sequence[str]) -> Stats:
     for text in queries[:WARMUP]:
         call(text)
@@ -617,46 +618,38 @@ def time_calls(call: Callable[[str], object], queries: Sequence[str]) -> Stats:
 
 
 def component_costs(
-    server: Any, shipped_handler: type, queues: AttributionQueues, queries: Sequence[str], dims: int
+    server: Any, queues: AttributionQueues, queries: Sequence[str], dims: int
 ) -> list[tuple[str, Stats]]:
     """The network calls inside the handler, alone: query embedding (through the DLP gate, as
-    the handler does: redaction included) and SQS publish."""
-    import boto3
-
+    the handler does: redaction included) and SQS publish (on the SQS server the handler used,
+    and on moto's own)."""
     from context_ledger.dlp.gate import EmbeddingGate
     from context_ledger.dlp.policy import DlpPolicy
     from context_ledger.embeddings.client import EmbeddingsClient
 
-    def embed_with(client: EmbeddingsClient) -> Callable[[str], object]:
-        gate = EmbeddingGate(client=client, policy=DlpPolicy(), external=False)
-        return gate.embed_query_text
-
-    costs = []
-    nodelay = EmbeddingsClient(server.url, f"hashing-{dims}", dimensions=dims)
-    costs.append(
-        ("embedding, stand-in + TCP_NODELAY (used)", time_calls(embed_with(nodelay), queries))
-    )
-    nodelay.close()
-    patched, server.RequestHandlerClass = server.RequestHandlerClass, shipped_handler
-    shipped = EmbeddingsClient(server.url, f"hashing-{dims}", dimensions=dims)
-    costs.append(
-        ("embedding, stand-in as shipped (Nagle)", time_calls(embed_with(shipped), queries))
-    )
-    shipped.close()
-    server.RequestHandlerClass = patched
-    sqs = boto3.client("sqs")
+    client = EmbeddingsClient(server.url, f"hashing-{dims}", dimensions=dims)
+    gate = EmbeddingGate(client=client, policy=DlpPolicy(), external=False)
+    costs = [("embedding, stand-in server", time_calls(gate.embed_query_text, queries))]
+    client.close()
     body = json.dumps(
         {"record": {"chunks": [{"chunkId": str(uuid.uuid4())}] * 5}, "pad": "x" * 900}
     )
-    send = []
+    costs.append(("SQS send_message, sqs_server.py (used)", time_sends(queues, body, queries)))
+    with moto_server_queues() as on_moto:
+        costs.append(("SQS send_message, moto's own server", time_sends(on_moto, body, queries)))
+    return costs
+
+
+def time_sends(queues: AttributionQueues, body: str, queries: Sequence[str]) -> Stats:
+    """``send_message`` as the handler calls it (botocore client included), once per query."""
+    seconds = []
     for index in range(WARMUP + len(queries)):
         queue_url = queues.next_message()
         started = time.perf_counter()
-        sqs.send_message(QueueUrl=queue_url, MessageBody=body)
+        queues.client.send_message(QueueUrl=queue_url, MessageBody=body)
         if index >= WARMUP:
-            send.append(time.perf_counter() - started)
-    costs.append(("SQS send_message (moto in-process)", Stats.of(send)))
-    return costs
+            seconds.append(time.perf_counter() - started)
+    return Stats.of(seconds)
 
 
 def run(args: argparse.Namespace, url: str, report: Callable[[str], None]) -> list[Row]:
@@ -676,7 +669,6 @@ def run(args: argparse.Namespace, url: str, report: Callable[[str], None]) -> li
     rows: list[Row] = []
     loaded = 0
     with sqs_server() as queues, serve_embeddings(dims=args.dims) as server:
-        shipped_handler = with_tcp_nodelay(server)
         configure(backend="exact", embeddings_url=server.url, dims=args.dims)
         handler = load_function("RetrieveFunction")
         for size in sorted(args.sizes):
@@ -699,7 +691,7 @@ def run(args: argparse.Namespace, url: str, report: Callable[[str], None]) -> li
                     report(row.line())
         report("")
         report(f"{'inside the handler, measured alone':<44} {'p50/p95 ms':>15} {'p99/mean':>15}")
-        costs = component_costs(server, shipped_handler, queues, workload.queries, args.dims)
+        costs = component_costs(server, queues, workload.queries, args.dims)
         for name, stats in costs:
             report(f"{name:<44} {stats.cells(2)}")
     return rows

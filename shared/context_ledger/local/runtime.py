@@ -1,9 +1,9 @@
 """The SAM template served on one machine: ``sam local start-api`` without Docker.
 
-:class:`LocalRuntime` reads the template, creates its queues on an SQS endpoint (moto's server,
-started here unless one is given), sets the functions' environment, and then serves the HTTP API,
-polls the queues into their functions and fires schedules, all calling the same ``handler``
-objects Lambda calls, in this process.
+:class:`LocalRuntime` reads the template, creates its queues on an SQS endpoint (moto's SQS,
+local/sqs_server.py, started here unless one is given), sets the functions' environment, and
+then serves the HTTP API, polls the queues into their functions and fires schedules, all calling
+the same ``handler`` objects Lambda calls, in this process.
 
 All functions share one process, so their environment is merged into ``os.environ`` once at
 start: the template's variables (``Globals`` plus each function's; parameters take their defaults,
@@ -16,6 +16,7 @@ caller's ``env``, then ``AWS_ENDPOINT_URL_SQS``. ``stop`` puts the previous valu
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import logging
@@ -38,6 +39,7 @@ from context_ledger.local.queues import LocalQueue, QueuePoller, create_queues, 
 from context_ledger.local.routes import RouteTable
 from context_ledger.local.schedules import Scheduler
 from context_ledger.local.server import LocalHttpServer
+from context_ledger.local.sqs_server import serve_sqs
 from context_ledger.local.template import environment_of, read_template
 from context_ledger.settings import get_settings
 
@@ -69,7 +71,7 @@ class LocalRuntime:
         )
         self._state = "new"
         self._url: str | None = None
-        self._moto: Any = None
+        self._local_sqs = contextlib.ExitStack()
         self._sqs: Any = None
         self._queues: dict[str, LocalQueue] = {}
         self._pollers: list[QueuePoller] = []
@@ -103,8 +105,7 @@ class LocalRuntime:
             poller.join()
         if self._sqs is not None:
             delete_queues(self._sqs, self._queues)
-        if self._moto is not None:
-            self._moto.stop()
+        self._local_sqs.close()
         self._invoker.unload()
         self._restore_environment()
         logger.info("local runtime stopped")
@@ -157,7 +158,7 @@ class LocalRuntime:
             raise RuntimeError("the runtime is not running")
 
     def _start(self) -> None:
-        endpoint = self._sqs_endpoint or self._start_moto()
+        endpoint = self._sqs_endpoint or self._start_sqs()
         self._sqs_endpoint = endpoint
         credentials = {**_DUMMY_CREDENTIALS, **self._env}
         self._sqs = boto3.session.Session().client(
@@ -205,14 +206,8 @@ class LocalRuntime:
             logger.info("route %s -> %s", route.route_key, function_id)
         logger.info("local runtime serving %s on %s", template.path.name, self._url)
 
-    def _start_moto(self) -> str:
-        from moto.server import ThreadedMotoServer
-
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        self._moto.start()
-        host, port = self._moto.get_host_and_port()
-        return f"http://{host}:{port}"
+    def _start_sqs(self) -> str:
+        return self._local_sqs.enter_context(serve_sqs()).url
 
     def _environment(self, endpoint: str) -> dict[str, str]:
         queues = self._queues

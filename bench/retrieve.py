@@ -433,21 +433,28 @@ class BareSearch:
     """The statements ``find_candidates`` runs for one backend and mode, as SQL text.
 
     The first step, the query terms' statistics (and, for the HNSW statement, the sources'
-    current versions), is run through ``search.candidates.with_terms`` (the statements plus the
-    BM25 weights computed from their rows, as the search step does), because the statements
-    after it bind what it read."""
+    current versions), is run through ``search.candidates.with_terms`` (the statements plus
+    the BM25 weights computed from their rows, as the search step does), because the statements
+    after it bind what it read. Those are then sent together and synchronised once: one round
+    trip, and one implicit transaction, so the HNSW settings apply to the search as in the
+    handler."""
 
     statements: list[Statement]
     versions: bool  # the first step reads the sources' current versions too
 
     def run(self, conn: psycopg.Connection, query: Any) -> float:
+        """Seconds for the statements on ``conn`` (in autocommit mode, as the handler's)."""
         from context_ledger.search.candidates import with_terms
 
         started = time.perf_counter()
-        with conn.transaction():
-            params = with_terms(conn, query, versions=self.versions).params()
-            for statement in self.statements:
-                conn.execute(statement.text, params if statement.bound else None).fetchall()
+        params = with_terms(conn, query, versions=self.versions).params()
+        with conn.pipeline():
+            sent = [
+                conn.execute(statement.text, params if statement.bound else None)
+                for statement in self.statements
+            ]
+            for cursor in sent:
+                cursor.fetchall()
         return time.perf_counter() - started
 
 

@@ -332,7 +332,8 @@ def test_no_sources_means_no_candidates(org, embedder) -> None:
 # --- both searches, one candidate list -------------------------------------------------------
 
 
-def test_each_search_fills_in_the_other_score_of_its_single_hit(org, embedder) -> None:
+@pytest.mark.parametrize("backend", list(SearchBackend))
+def test_each_search_fills_in_the_other_score_of_its_single_hit(org, embedder, backend) -> None:
     # GIVEN a chunk that is the best text match and another that is the nearest vector
     # ("the" and "of" count for the hashing embedder, not for English full text)
     source = indexed_source(
@@ -357,7 +358,8 @@ def test_each_search_fills_in_the_other_score_of_its_single_hit(org, embedder) -
     vector_rank = bm25({"receipt": 1}, 4, frequencies, chunks=2, mean_length=3)
 
     # WHEN each search keeps one hit
-    found = {c.chunk_id: c for c in search(org, [source], query, embedder=embedder, limit=1)}
+    hits = search(org, [source], query, embedder=embedder, backend=backend, limit=1)
+    found = {c.chunk_id: c for c in hits}
 
     # THEN each candidate carries the score the other search would have given it
     assert found[text["id"]] == Candidate(

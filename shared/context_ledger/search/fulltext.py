@@ -63,24 +63,32 @@ FROM searched s
 JOIN text_rank_versions v ON v.source_id = s.id AND v.index_version = s.index_version
 """
 
-#: The BM25 rank of chunk ``c`` for the bound terms; NULL when it holds none of them.
-#:
-#: The chunk's tsvector is first cut down to the query's lexemes by C functions (``setweight`` of
-#: the given lexemes to A, then ``ts_filter`` keeping A), so the per-chunk subquery reads the
-#: two or three lexemes that matter rather than the forty a chunk holds, and finds each one's
-#: weight by its position in the bound array instead of joining a second set. Same ranks as a
-#: join of ``unnest(c.tsv)`` with the terms, 2-3x faster at 100k chunks (docs/decisions.md).
-RANK = sql.SQL(
-    """(
+
+def rank_of(tsv: sql.Composable) -> sql.Composed:
+    """The BM25 rank of the tsvector ``tsv`` (an expression: ``c.tsv``) for the bound terms;
+    NULL when it holds none of them.
+
+    The tsvector is first cut down to the query's lexemes by C functions (``setweight`` of the
+    given lexemes to A, then ``ts_filter`` keeping A), so the per-chunk subquery reads the two or
+    three lexemes that matter rather than the forty a chunk holds, and finds each one's weight
+    by its position in the bound array instead of joining a second set. Same ranks as a join of
+    ``unnest(c.tsv)`` with the terms, 2-3x faster at 100k chunks (docs/decisions.md).
+    """
+    return sql.SQL(
+        """(
     SELECT sum((%(weights)s::float8[])[array_position(%(lexemes)s::text[], u.lexeme)]
                * u.tf * {k1_plus_1}
-               / (u.tf + {k1} * (1 - {b} + {b} * length(c.tsv) / %(average_length)s)))
+               / (u.tf + {k1} * (1 - {b} + {b} * length({tsv}) / %(average_length)s)))
     FROM (
         SELECT lexeme, greatest(cardinality(positions), 1) AS tf
-        FROM unnest(ts_filter(setweight(setweight(c.tsv, 'D'), 'A', %(lexemes)s::text[]), '{{a}}'))
+        FROM unnest(ts_filter(setweight(setweight({tsv}, 'D'), 'A', %(lexemes)s::text[]), '{{a}}'))
     ) AS u
 )"""
-).format(k1_plus_1=sql.Literal(K1 + 1), k1=sql.Literal(K1), b=sql.Literal(B))
+    ).format(k1_plus_1=sql.Literal(K1 + 1), k1=sql.Literal(K1), b=sql.Literal(B), tsv=tsv)
+
+
+#: The BM25 rank of chunk ``c`` (:func:`rank_of`).
+RANK = rank_of(sql.SQL("c.tsv"))
 
 # The ``limit`` best-ranked searchable chunks that hold a matched term, then whatever
 # ``similarity`` (an expression over chunk ``c``) says about each of them: the vector score of a

@@ -25,7 +25,7 @@ import psycopg
 from psycopg import Connection, sql
 
 from context_ledger.search.exact import vector_dimensions
-from context_ledger.search.fulltext import Hit, SearchQuery, run, with_text_rank
+from context_ledger.search.fulltext import Hit, SearchQuery, rank_of, run
 from context_ledger.search.vectors import (
     PgvectorUnavailableError,
     ensure_vector_index,
@@ -47,7 +47,7 @@ _SETTINGS = sql.SQL(
 # of 7 (docs/decisions.md).
 _SEARCH = sql.SQL(
     """
-SELECT c.id AS chunk_id, c.source_id, c.index_version, {similarity} AS similarity
+SELECT c.id AS chunk_id, c.source_id, c.index_version, {similarity} AS similarity, c.tsv
 FROM chunks c
 WHERE c.org_id = %(org_id)s AND {current_versions}
   AND {predicate}
@@ -55,6 +55,14 @@ ORDER BY {distance}
 LIMIT %(limit)s
 """
 )
+
+# Each hit's raw text rank, from the tsvector the scan already read: no second lookup of its row
+# (search/fulltext.py's with_text_rank joins `chunks` again, which the exact search needs).
+_WITH_RANK = sql.SQL(
+    "SELECT hit.chunk_id, hit.source_id, hit.index_version, {rank} AS rank, hit.similarity"
+    " FROM ({hits}) AS hit"
+)
+_HIT_RANK = rank_of(sql.SQL("hit.tsv"))
 
 
 def _current_versions(groups: int) -> sql.Composed:
@@ -112,7 +120,7 @@ def hnsw_search(conn: Connection, query: SearchQuery, *, ef_search: int) -> list
         # synchronised once, when the hits are read (db/pending.py).
         with conn.pipeline():
             conn.execute(settings)
-            return run(conn, with_text_rank(hits), query)
+            return run(conn, _WITH_RANK.format(rank=_HIT_RANK, hits=hits), query)
     except (psycopg.errors.UndefinedObject, psycopg.errors.UndefinedColumn) as exc:
         # pgvector (its type, its column) was dropped after this process ensured the index.
         _indexed.discard(key)

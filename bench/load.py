@@ -43,7 +43,8 @@ Afterwards it waits (``--drain-timeout``) for the attribution queue to drain, th
 - retrievals answered ``200`` = attribution records + dead-letter messages, exactly, and the
   answered attribution ids without a record are exactly as many as the dead letters.
 
-Exit status 1 if the queue does not drain in time, a chain fails or the counts differ.
+Exit status 1 if any answer was a ``500`` (an internal error is a bug at any load), the queue
+does not drain in time, a chain fails or the counts differ.
 
     .venv/bin/python bench/load.py                            # 32 clients, 60 s
     .venv/bin/python bench/load.py --clients 8 --seconds 20   # quicker
@@ -956,8 +957,10 @@ def run(args: argparse.Namespace, database_url: str) -> bool:
     for chain, ok, checked, reason in chains:
         print(f"chain {chain}: {'ok' if ok else f'FAILED ({reason})'}, {checked} entries checked")
     chains_ok = bool(chains) and all(ok for _, ok, _, _ in chains)
+    internal_errors = sum(1 for phase in phases for s in phase.samples if s[2] == 500)
+    print(f"internal errors (500): {internal_errors}")
     print(f"total {time.perf_counter() - started:.0f} s")
-    return counts.ok and chains_ok and drained
+    return counts.ok and chains_ok and drained and internal_errors == 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -997,7 +1000,10 @@ def main(argv: list[str] | None = None) -> int:
     with scratch_database() as url:
         ok = run(args, url)
     if not ok:
-        print("FAILED: see the reconciliation, drain and chain lines above", file=sys.stderr)
+        print(
+            "FAILED: see the internal errors, reconciliation, drain and chain lines above",
+            file=sys.stderr,
+        )
     return 0 if ok else 1
 
 

@@ -3,13 +3,19 @@ becomes once cast to ``real[]``, ``vector`` or ``halfvec``, whatever the connect
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import psycopg
 import pytest
 
 from context_ledger.db.float4_array import Float4Array
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 @pytest.fixture
@@ -45,3 +51,24 @@ def test_other_real_arrays_keep_psycopgs_dumper(conn) -> None:
         copy.set_types(["real[]"])
         copy.write_row([[0.5, None, -1.0]])
     assert conn.execute("SELECT v FROM vectors").fetchone() == ([0.5, None, -1.0],)
+
+
+def test_pooled_connections_opened_before_the_search_modules_bind_it(database_url) -> None:
+    # The local runtime serves every function from one process: a pool another function opened
+    # first must bind the retrieve function's query vectors too.
+    script = """
+from context_ledger.db import connection, close_pool
+with connection() as conn:
+    conn.execute("SELECT 1")
+from context_ledger.search.fulltext import SearchQuery
+query = SearchQuery(None, [], "q", [1.5, -2.0], 1)
+with connection() as conn:
+    print(conn.execute("SELECT %(query_vector)s::real[] AS v", query.params()).fetchone()["v"])
+close_pool()
+"""
+    env = {**os.environ, "DATABASE_URL": database_url, "PYTHONPATH": str(SHARED)}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[1.5, -2.0]"

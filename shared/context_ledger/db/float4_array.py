@@ -8,8 +8,10 @@ in about 0.01 ms by the standard library's ``array`` (numpy is no faster here, a
 already holds (``real[]``, pgvector's ``vector`` and ``halfvec``): a ``float8[]`` parameter was
 rounded to it by the casts anyway, to nearest, as ``array`` rounds here.
 
-The dumper is registered on psycopg's global adapters when this module is imported, so every
-connection, pooled or not, binds a Float4Array the same way.
+The dumper is registered on psycopg's global adapters when this module is imported, which
+``context_ledger.db`` does: psycopg copies them into a connection when it opens it, so a
+connection opened before the import could not bind a Float4Array (the local runtime's pool,
+opened by whichever function ran first, did not).
 """
 
 from __future__ import annotations

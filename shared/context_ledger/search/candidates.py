@@ -28,7 +28,8 @@ import math
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import NamedTuple
 
 from psycopg import Connection
 
@@ -40,8 +41,7 @@ from context_ledger.settings import DEFAULT_HNSW_EF_SEARCH, SearchBackend
 from context_ledger.sources.searchable import pending_current_versions
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     """A chunk found by at least one search, with both scores in [0, 1]."""
 
     chunk_id: uuid.UUID

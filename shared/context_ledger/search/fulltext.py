@@ -34,7 +34,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from psycopg import Connection, sql
 from psycopg.rows import class_row, dict_row
@@ -183,8 +183,7 @@ class SearchQuery:
         return sorted(groups.items())
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(NamedTuple):
     """A chunk one search found, with both raw scores: its BM25 rank (None unless it holds a
     query term) and its cosine similarity (None without a comparable embedding)."""
 

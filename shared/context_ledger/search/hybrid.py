@@ -14,7 +14,7 @@ each tier by score, highest first, ties broken by chunk id so equal inputs give 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from context_ledger.search.candidates import Candidate
 
@@ -22,8 +22,7 @@ VECTOR_WEIGHT = 0.7
 TEXT_WEIGHT = 0.3
 
 
-@dataclass(frozen=True)
-class Ranked:
+class Ranked(NamedTuple):
     candidate: Candidate
     score: float
 

@@ -126,9 +126,22 @@ class Mapping:
     def release(self, messages: list[dict[str, Any]]) -> None:
         """Let ``messages`` be received again now (their visibility timeout ran out)."""
         for message in messages:
-            self.client.change_message_visibility(
-                QueueUrl=self.queue.url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
-            )
+            self._release(message["ReceiptHandle"])
+
+    def _release(self, receipt_handle: str, attempts: int = 3) -> None:
+        # moto looks the handle up by iterating the queue's message list while other workers'
+        # requests delete messages from it, without a lock: the iteration can skip the message
+        # and answer ReceiptHandleIsInvalid for a valid handle. Real SQS does not; asking again
+        # finds it.
+        for attempt in range(attempts):
+            try:
+                self.client.change_message_visibility(
+                    QueueUrl=self.queue.url, ReceiptHandle=receipt_handle, VisibilityTimeout=0
+                )
+                return
+            except self.client.exceptions.ReceiptHandleIsInvalid:
+                if attempt == attempts - 1:
+                    raise
 
     def step(self, *, crash_before_ack: Callable[[], bool] = lambda: False) -> int:
         """One poll: invoke, then acknowledge the successes (unless the worker "crashes" after

@@ -435,9 +435,9 @@ class BareSearch:
     The first step, the query terms' statistics (and, for the HNSW statement, the sources'
     current versions), is run through ``search.candidates.with_terms`` (the statements plus
     the BM25 weights computed from their rows, as the search step does), because the statements
-    after it bind what it read. Those are then sent together and synchronised once: one round
-    trip, and one implicit transaction, so the HNSW settings apply to the search as in the
-    handler."""
+    after it bind what it read. Those are then sent together, synchronised once and read after
+    the pipeline: one round trip, and one implicit transaction, so the HNSW settings apply to the
+    search as in the handler."""
 
     statements: list[Statement]
     versions: bool  # the first step reads the sources' current versions too
@@ -453,8 +453,8 @@ class BareSearch:
                 conn.execute(statement.text, params if statement.bound else None)
                 for statement in self.statements
             ]
-            for cursor in sent:
-                cursor.fetchall()
+        for cursor in sent:
+            cursor.fetchall()
         return time.perf_counter() - started
 
 

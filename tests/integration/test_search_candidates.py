@@ -422,18 +422,16 @@ def test_the_hnsw_scan_explores_the_configured_candidate_list(
     org, embedder, monkeypatch, database_url, ef_search: int, beside: bool
 ) -> None:
     source = indexed_source(org, SMALL_SET, embedder)
-    seen: list[str] = []
-    real_run = pgvector_backend.run
+    shown: list[psycopg.Cursor] = []
+    real_send = pgvector_backend.send_search
 
-    def run_and_look(conn, statement, query):  # type: ignore[no-untyped-def]
-        # Sent with the search and read after it: a read of its own would end the side
-        # connection's implicit transaction, and the settings with it.
-        shown = conn.execute("SHOW hnsw.ef_search")
-        hits = real_run(conn, statement, query)
-        seen.append(shown.fetchone()["hnsw.ef_search"])
-        return hits
+    def send_and_look(conn, statement, query):  # type: ignore[no-untyped-def]
+        # Sent with the search in its pipeline, and read after it as the hits are: a read of its
+        # own would end the side connection's implicit transaction, and the settings with it.
+        shown.append(conn.execute("SHOW hnsw.ef_search"))
+        return real_send(conn, statement, query)
 
-    monkeypatch.setattr(pgvector_backend, "run", run_and_look)
+    monkeypatch.setattr(pgvector_backend, "send_search", send_and_look)
     with psycopg.connect(database_url, row_factory=dict_row) as side:
         found = search(
             org,
@@ -450,7 +448,7 @@ def test_the_hnsw_scan_explores_the_configured_candidate_list(
             assert not side.autocommit
             assert side.execute("SHOW hnsw.ef_search").fetchone()["hnsw.ef_search"] == "40"
 
-    assert seen == [str(ef_search)]
+    assert [cursor.fetchone()["hnsw.ef_search"] for cursor in shown] == [str(ef_search)]
     # The iterative scan goes on past a short list: the search still finds its `limit` hits.
     assert sum(c.found_by_vector for c in found) == 10
     with connection() as conn:  # the setting was the search's transaction's only

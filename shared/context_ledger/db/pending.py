@@ -1,14 +1,16 @@
 """A statement sent now and read later, so that independent reads share one round trip.
 
-Inside ``conn.pipeline()`` psycopg sends a statement without waiting for its answer, and the first
-read of any answer flushes everything queued before it: reads that do not depend on each other,
-sent first and read after the statement the work is waiting for, travel together. Outside a
-pipeline a pending read is simply a statement run at once and read when asked.
+Inside ``conn.pipeline()`` psycopg sends each statement without waiting for its answer, and the
+block's end synchronises them all: one round trip for everything sent in it, when every pending
+read is read after the block. A read inside the block costs a round trip of its own (psycopg asks
+the server to flush what it has), and the block's end a second one; so read inside only what a
+later statement of the block depends on. Outside a pipeline a pending read is simply a statement
+run at once and read when asked.
 
     with conn.pipeline():
         policy = pending_policy(conn, org_id=org_id)  # sent, not waited for
-        spaces = search_spaces(conn, ...)  # its read flushes both
-        policy.result()  # already here
+        spaces = pending_search_spaces(conn, ...)  # sent too
+    policy.result(), spaces.result()  # both came back in the block's one round trip
 """
 
 from __future__ import annotations
@@ -23,17 +25,16 @@ T = TypeVar("T")
 
 
 class Pending(Generic[T]):
-    """A sent statement's cursor and how to turn its rows into the value asked for (read once,
-    then kept)."""
+    """A value read when first asked for, then kept: a sent statement's rows made into what the
+    caller wants, or something made of other pending values."""
 
-    def __init__(self, cursor: psycopg.Cursor[Any], read: Callable[[psycopg.Cursor[Any]], T]):
-        self._cursor = cursor
+    def __init__(self, read: Callable[[], T]):
         self._read = read
         self._value: tuple[T] | None = None
 
     def result(self) -> T:
         if self._value is None:
-            self._value = (self._read(self._cursor),)
+            self._value = (self._read(),)
         return self._value[0]
 
 
@@ -45,4 +46,5 @@ def send(
 ) -> Pending[T]:
     """Send ``query``; ``read`` gets its cursor, whose rows are dicts whatever the connection's
     row factory."""
-    return Pending(conn.cursor(row_factory=dict_row).execute(query, params), read)
+    cursor = conn.cursor(row_factory=dict_row).execute(query, params)
+    return Pending(lambda: read(cursor))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import psycopg
 
 from context_ledger.auth.principal import Principal
+from context_ledger.db.pending import Pending, send
 from context_ledger.errors import SpaceNotFoundError
 from context_ledger.sources.model import SourceKind
 from context_ledger.spaces import store as spaces_store
@@ -26,7 +27,7 @@ from context_ledger.spaces.levels import Level
 _CHAIN = """
 WITH RECURSIVE chain AS (
     SELECT id, parent_id, level, owner_user_id, 0 AS depth
-    FROM spaces WHERE org_id = %(org_id)s AND id = %(space_id)s
+    FROM spaces WHERE org_id = %(org_id)s AND {start}
     UNION ALL
     SELECT s.id, s.parent_id, s.level, s.owner_user_id, c.depth + 1
     FROM spaces s JOIN chain c ON s.id = c.parent_id
@@ -43,6 +44,9 @@ SELECT c.id, c.level, c.owner_user_id,
        ) AS admin
 FROM chain c ORDER BY c.depth
 """
+_CHAIN_FROM_SPACE = _CHAIN.format(start="id = %(space_id)s")
+#: The organisation space alone (it has no parent), with the caller's grants on it.
+_ORGANISATION_CHAIN = _CHAIN.format(start="level = 'organisation'")
 
 _SOURCES = """
 SELECT id, space_id, kind, name, classification, index_version
@@ -82,9 +86,16 @@ def _cleared(principal: Principal, row: dict) -> bool:
     return principal.is_context_admin or row["admin"]
 
 
-def _chain(conn: psycopg.Connection, principal: Principal, space_id: uuid.UUID) -> list[dict]:
-    params = {"org_id": principal.org_id, "space_id": space_id, "subjects": principal.subjects}
-    return conn.execute(_CHAIN, params).fetchall()
+def _searchable(principal: Principal, rows: list[dict]) -> list[SearchSpace]:
+    return [
+        SearchSpace(id=r["id"], level=Level(r["level"]), cleared=_cleared(principal, r))
+        for r in rows
+        if _may_search(principal, r)
+    ]
+
+
+def _rows(cursor: psycopg.Cursor) -> list[dict]:
+    return cursor.fetchall()
 
 
 def search_spaces(
@@ -96,26 +107,41 @@ def search_spaces(
     caller is ``404 context.space.not_found``. Every permission a grant gives includes search, so
     a space the caller can see is a space it can search.
     """
-    if space_id is None:
+    return pending_search_spaces(conn, principal, space_id).result()
+
+
+def pending_search_spaces(
+    conn: psycopg.Connection, principal: Principal, space_id: uuid.UUID | None
+) -> Pending[list[SearchSpace]]:
+    """:func:`search_spaces`, sent now and read later (db/pending.py); an unknown start space
+    raises when read. Without a ``spaceId`` the caller's personal space (created on first use)
+    and the organisation space are sent together."""
+    params = {"org_id": principal.org_id, "space_id": space_id, "subjects": principal.subjects}
+    if space_id is not None:
+        chain = send(conn, _CHAIN_FROM_SPACE, params, _rows)
+
+        def read_chain() -> list[SearchSpace]:
+            rows = chain.result()
+            if not rows or not _may_search(principal, rows[0]):
+                raise SpaceNotFoundError()
+            return _searchable(principal, rows)
+
+        return Pending(read_chain)
+    personal = None
+    if principal.is_person:
+        personal = spaces_store.pending_personal_space(
+            conn, org_id=principal.org_id, user_id=principal.user_id
+        )
+    organisation = send(conn, _ORGANISATION_CHAIN, params, _rows)
+
+    def read_organisation_chain() -> list[SearchSpace]:
         rows = []
-        if principal.is_person:
-            personal = spaces_store.ensure_personal_space(
-                conn, org_id=principal.org_id, user_id=principal.user_id
-            )
-            if personal is not None:
-                rows.append({**personal, "granted": False, "admin": False})
-        root = spaces_store.organisation_space(conn, org_id=principal.org_id)
-        if root is not None:
-            rows.extend(_chain(conn, principal, root["id"]))
-    else:
-        rows = _chain(conn, principal, space_id)
-        if not rows or not _may_search(principal, rows[0]):
-            raise SpaceNotFoundError()
-    return [
-        SearchSpace(id=r["id"], level=Level(r["level"]), cleared=_cleared(principal, r))
-        for r in rows
-        if _may_search(principal, r)
-    ]
+        if personal is not None and (row := personal.result()) is not None:
+            rows.append({**row, "granted": False, "admin": False})
+        rows.extend(organisation.result())
+        return _searchable(principal, rows)
+
+    return Pending(read_organisation_chain)
 
 
 def search_sources(

@@ -27,7 +27,12 @@ from context_ledger.memory.chunks import attribution_fields as memory_attributio
 from context_ledger.retrieval import store
 from context_ledger.retrieval.budget import fit_to_budget
 from context_ledger.retrieval.cache import CachedSearch, SearchCache
-from context_ledger.retrieval.chain import SearchSource, SearchSpace, search_sources, search_spaces
+from context_ledger.retrieval.chain import (
+    SearchSource,
+    SearchSpace,
+    pending_search_spaces,
+    search_sources,
+)
 from context_ledger.retrieval.query_vector import (
     DEGRADED_WARNING,
     QueryVector,
@@ -37,9 +42,10 @@ from context_ledger.retrieval.query_vector import (
 )
 from context_ledger.retrieval.related import pick_related
 from context_ledger.retrieval.request import RetrieveRequest
-from context_ledger.search.candidates import Candidate, find_candidates
+from context_ledger.search.candidates import Candidate, pending_terms, search_candidates
+from context_ledger.search.fulltext import SearchQuery
 from context_ledger.search.hybrid import rank
-from context_ledger.settings import Settings
+from context_ledger.settings import SearchBackend, Settings
 from context_ledger.sources.model import SourceKind
 from context_ledger.spaces.levels import Level
 from context_ledger.spaces.weights import pending_weights
@@ -130,16 +136,23 @@ def _search(
         if current == cached.source_versions:
             return list(cached.candidates), without_embedding(gate)
         deps.cache.discard(key)  # a source was deleted or re-indexed since
-    query = query_vector(gate, request.query, settings=deps.settings, cooldown=deps.cooldown)
-    with deps.side_connection() if query.vector is not None else nullcontext() as side:
-        candidates = find_candidates(
+    backend = deps.settings.search_backend
+    search = SearchQuery(principal.org_id, [s.id for s in sources], request.query, None, CANDIDATES)
+    # The query's terms (and the sources' versions, which the HNSW statement binds) are read
+    # while the query is embedded: sent first, they come back in the block's round trip.
+    with conn.pipeline():
+        terms = pending_terms(
             conn,
-            org_id=principal.org_id,
-            source_ids=[s.id for s in sources],
-            query=request.query,
-            query_vector=query.vector,
-            backend=deps.settings.search_backend,
-            limit=CANDIDATES,
+            search,
+            versions=backend is SearchBackend.PGVECTOR and gate.client is not None,
+        )
+        query = query_vector(gate, request.query, settings=deps.settings, cooldown=deps.cooldown)
+    search = replace(terms.result(), vector=query.vector)
+    with deps.side_connection() if query.vector is not None else nullcontext() as side:
+        candidates = search_candidates(
+            conn,
+            search,
+            backend=backend,
             ef_search=deps.settings.hnsw_ef_search,
             side_connection=side,
         )
@@ -311,15 +324,12 @@ def retrieve(
     client_header: tuple[str, str] | None,
     deps: Dependencies,
 ) -> RetrieveAnswer:
-    # The policy and the weights do not depend on the chain: sent first, they travel with the
-    # chain's statement (db/pending.py).
+    # The chain, the policy and the weights do not depend on each other: one round trip.
     with conn.pipeline():
-        pending = (
-            pending_policy(conn, org_id=principal.org_id),
-            pending_weights(conn, principal.org_id, deps.settings),
-        )
-        spaces = search_spaces(conn, principal, request.space_uuid())
-        policy, weights = pending[0].result(), pending[1].result()
+        chain = pending_search_spaces(conn, principal, request.space_uuid())
+        stored_policy = pending_policy(conn, org_id=principal.org_id)
+        stored_weights = pending_weights(conn, principal.org_id, deps.settings)
+    spaces, policy, weights = chain.result(), stored_policy.result(), stored_weights.result()
     levels = {s.id: s.level for s in spaces}
     found = _deliverable_sources(
         search_sources(conn, org_id=principal.org_id, spaces=spaces, kinds=request.kinds()),

@@ -34,8 +34,15 @@ from typing import NamedTuple
 from psycopg import Connection
 
 from context_ledger.db import autocommit
+from context_ledger.db.pending import Pending
 from context_ledger.search.exact import exact_search, similarity_sql, uses_pgvector
-from context_ledger.search.fulltext import Hit, SearchQuery, normalised, text_search, text_terms
+from context_ledger.search.fulltext import (
+    Hit,
+    SearchQuery,
+    normalised,
+    pending_text_terms,
+    text_search,
+)
 from context_ledger.search.pgvector_backend import hnsw_search
 from context_ledger.settings import DEFAULT_HNSW_EF_SEARCH, SearchBackend
 from context_ledger.sources.searchable import pending_current_versions
@@ -77,9 +84,8 @@ def find_candidates(
     Only the current index version of the given sources of ``org_id`` is searched. Without a
     query vector the search is full-text only. The pgvector backend raises
     PgvectorUnavailableError (503) when the database has no pgvector; it explores ``ef_search``
-    candidates at a time (pgvector_backend.py). With a
-    ``side_connection`` the vector search runs on it while the text search runs on ``conn``:
-    the two statements take about as long as the slower one instead of both together.
+    candidates at a time (pgvector_backend.py). The query's terms are read first
+    (:func:`with_terms`); :func:`search_candidates` does the rest.
     """
     if limit < 1:
         raise ValueError("limit must be at least 1")
@@ -90,10 +96,31 @@ def find_candidates(
         SearchQuery(org_id, source_ids, query, query_vector, limit),
         versions=query_vector is not None and backend is SearchBackend.PGVECTOR,
     )
-    if query_vector is None:
+    return search_candidates(
+        conn, search, backend=backend, ef_search=ef_search, side_connection=side_connection
+    )
+
+
+def search_candidates(
+    conn: Connection,
+    search: SearchQuery,
+    *,
+    backend: SearchBackend,
+    ef_search: int = DEFAULT_HNSW_EF_SEARCH,
+    side_connection: Connection | None = None,
+) -> list[Candidate]:
+    """:func:`find_candidates` for a search whose terms were read (:func:`pending_terms`; with
+    the sources' current versions for the pgvector backend). With a ``side_connection`` the
+    vector search runs on it while the text search runs on ``conn``: the two statements take
+    about as long as the slower one instead of both together.
+    """
+    if not search.source_ids:
+        return []
+    limit = search.limit
+    if search.vector is None:
         return merge(text_search(conn, search, similarity=None), [], limit=limit)
     pgvector = backend is SearchBackend.PGVECTOR or uses_pgvector(conn)
-    similarity = similarity_sql(len(query_vector), pgvector=pgvector)
+    similarity = similarity_sql(len(search.vector), pgvector=pgvector)
     if side_connection is None:
         # The vector search runs first, so a pgvector backend without pgvector fails before
         # the text search needs its column.
@@ -116,16 +143,25 @@ def find_candidates(
     return merge(text_hits, pending.result(), limit=limit)
 
 
+def pending_terms(conn: Connection, search: SearchQuery, *, versions: bool) -> Pending[SearchQuery]:
+    """``search`` with its terms and, for the HNSW statement (``versions``), the searched
+    sources' current versions: the statements are sent now, and in a pipeline they travel
+    together; read after its block, they cost one round trip (db/pending.py)."""
+    terms = pending_text_terms(conn, search)
+    if not versions:
+        return Pending(lambda: replace(search, terms=terms.result()))
+    current = pending_current_versions(
+        conn, org_id=search.org_id, source_ids=list(search.source_ids)
+    )
+    return Pending(lambda: replace(search, terms=terms.result(), versions=current.result()))
+
+
 def with_terms(conn: Connection, search: SearchQuery, *, versions: bool) -> SearchQuery:
     """``search`` with its terms and, for the HNSW statement (``versions``), the sources'
-    current versions, read in one round trip (db/pending.py)."""
-    if not versions:
-        return replace(search, terms=text_terms(conn, search))
+    current versions, read in one round trip."""
     with conn.pipeline():
-        current = pending_current_versions(
-            conn, org_id=search.org_id, source_ids=list(search.source_ids)
-        )
-        return replace(search, terms=text_terms(conn, search), versions=current.result())
+        pending = pending_terms(conn, search, versions=versions)
+    return pending.result()
 
 
 #: Runs vector searches beside their requests' text searches (find_candidates).

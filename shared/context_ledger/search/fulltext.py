@@ -36,10 +36,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from psycopg import Connection, sql
-from psycopg.rows import class_row, dict_row
+from psycopg import Connection, Cursor, sql
+from psycopg.rows import class_row
 
 from context_ledger.db.float4_array import Float4Array
+from context_ledger.db.pending import Pending, send
 from context_ledger.search.bm25 import K1, B, TermStats, query_terms
 from context_ledger.sources.chunking.identifiers import search_text
 from context_ledger.sources.searchable import SEARCHABLE_CHUNKS
@@ -201,8 +202,16 @@ def processed_query(text: str) -> str:
 
 def text_terms(conn: Connection, query: SearchQuery) -> TextTerms:
     """The query's terms with their BM25 weights over the searched versions (one statement)."""
-    with conn.cursor(row_factory=dict_row) as cursor:
-        rows = cursor.execute(_TERM_STATS, query.params()).fetchall()
+    return pending_text_terms(conn, query).result()
+
+
+def pending_text_terms(conn: Connection, query: SearchQuery) -> Pending[TextTerms]:
+    """:func:`text_terms`, sent now and read later (db/pending.py)."""
+    return send(conn, _TERM_STATS, query.params(), _read_terms)
+
+
+def _read_terms(cursor: Cursor[dict[str, Any]]) -> TextTerms:
+    rows = cursor.fetchall()
     totals = next(row for row in rows if row["lexeme"] is None)
     terms = query_terms(
         [TermStats(r["lexeme"], r["operand"], r["chunks"]) for r in rows if r["lexeme"]],
@@ -216,8 +225,13 @@ def text_terms(conn: Connection, query: SearchQuery) -> TextTerms:
 
 def run(conn: Connection, statement: sql.Composed, query: SearchQuery) -> list[Hit]:
     """Execute a search statement (text or vector) and read its hits."""
-    with conn.cursor(row_factory=class_row(Hit)) as cursor:
-        return cursor.execute(statement, query.params()).fetchall()
+    with send_search(conn, statement, query) as cursor:
+        return cursor.fetchall()
+
+
+def send_search(conn: Connection, statement: sql.Composed, query: SearchQuery) -> Cursor[Hit]:
+    """Send a search statement; its cursor reads the hits (in a pipeline: once synchronised)."""
+    return conn.cursor(row_factory=class_row(Hit)).execute(statement, query.params())
 
 
 def text_search(

@@ -25,7 +25,7 @@ import psycopg
 from psycopg import Connection, sql
 
 from context_ledger.search.exact import vector_dimensions
-from context_ledger.search.fulltext import Hit, SearchQuery, rank_of, run
+from context_ledger.search.fulltext import Hit, SearchQuery, rank_of, send_search
 from context_ledger.search.vectors import (
     PgvectorUnavailableError,
     ensure_vector_index,
@@ -116,11 +116,13 @@ def hnsw_search(conn: Connection, query: SearchQuery, *, ef_search: int) -> list
     )
     settings = _SETTINGS.format(ef_search=sql.Literal(str(ef_search)))
     try:
-        # One round trip, one transaction: the settings and the search are sent together and
-        # synchronised once, when the hits are read (db/pending.py).
+        # One round trip, one transaction: the settings and the search are sent together,
+        # synchronised once as the block ends, and read after it (db/pending.py).
         with conn.pipeline():
             conn.execute(settings)
-            return run(conn, _WITH_RANK.format(rank=_HIT_RANK, hits=hits), query)
+            cursor = send_search(conn, _WITH_RANK.format(rank=_HIT_RANK, hits=hits), query)
+        with cursor:
+            return cursor.fetchall()
     except (psycopg.errors.UndefinedObject, psycopg.errors.UndefinedColumn) as exc:
         # pgvector (its type, its column) was dropped after this process ensured the index.
         _indexed.discard(key)

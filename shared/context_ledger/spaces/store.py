@@ -7,6 +7,7 @@ from typing import Any
 
 import psycopg
 
+from context_ledger.db.pending import Pending, send
 from context_ledger.spaces.levels import Level
 
 Row = dict[str, Any]
@@ -109,11 +110,23 @@ def ensure_personal_space(
 
     None when the organisation does not exist (a token of an organisation not registered here).
     """
+    return pending_personal_space(conn, org_id=org_id, user_id=user_id).result()
+
+
+def pending_personal_space(
+    conn: psycopg.Connection, *, org_id: uuid.UUID, user_id: str
+) -> Pending[Row | None]:
+    """:func:`ensure_personal_space`, sent now and read later (db/pending.py)."""
     params = {"org_id": org_id, "user_id": user_id, "name": f"Personal space of {user_id}"[:200]}
-    row = conn.execute(_ENSURE_PERSONAL, params).fetchone()
-    if row is None:  # a concurrent transaction inserted it after our snapshot, or no such org
-        row = conn.execute(_ENSURE_PERSONAL, params).fetchone()
-    return row
+    first = send(conn, _ENSURE_PERSONAL, params, lambda cursor: cursor.fetchone())
+
+    def read() -> Row | None:
+        row = first.result()
+        if row is None:  # a concurrent transaction inserted it after our snapshot, or no such org
+            row = conn.execute(_ENSURE_PERSONAL, params).fetchone()
+        return row
+
+    return Pending(read)
 
 
 def spaces_by_ids(

@@ -1,0 +1,180 @@
+"""How many round trips a retrieval makes to PostgreSQL, counted from libpq's trace: reads that do
+not depend on each other travel together (db/pending.py), and a pipeline is read after its block,
+which synchronises it once (a read inside it would cost a second round trip)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+import pytest
+from protocol_trace import count, traced
+from psycopg.rows import dict_row
+from search_support import admin_of, publish_source
+
+from context_ledger.auth.principal import Principal
+from context_ledger.db import autocommit, connection
+from context_ledger.embeddings.client import EmbeddingsClient
+from context_ledger.local.embeddings_server import serve_embeddings
+from context_ledger.retrieval.cache import SearchCache
+from context_ledger.retrieval.request import RetrieveRequest
+from context_ledger.retrieval.service import Dependencies, retrieve
+from context_ledger.search.candidates import with_terms
+from context_ledger.search.fulltext import SearchQuery
+from context_ledger.settings import load_settings
+from context_ledger.sources.model import Document
+from context_ledger.spaces.service import Organisation, create_organisation
+
+DIMS = 32
+DOCS = [
+    Document("refunds.md", "Refunds need a receipt and the approval of a team lead."),
+    Document("holidays.md", "The office is closed on public holidays."),
+]
+
+# The request's connection, after the rate limit: the chain with the DLP policy and the level
+# weights; the sources; the query's terms (with the sources' versions for HNSW); the text search;
+# the delivered chunks' rows.
+REQUEST_ROUND_TRIPS = 5
+
+
+@pytest.fixture
+def org(db) -> Organisation:
+    with connection() as conn:
+        return create_organisation(conn, name="Acme")
+
+
+@pytest.fixture
+def embedder() -> Iterator[EmbeddingsClient]:
+    with serve_embeddings(dims=DIMS) as server:
+        yield EmbeddingsClient(server.url, f"hashing-{DIMS}", dimensions=DIMS)
+
+
+def retrieve_traced(
+    principal: Principal,
+    body: dict,
+    *,
+    embedder: EmbeddingsClient | None = None,
+    backend: str = "exact",
+    side: psycopg.Connection | None = None,
+):
+    """The retrieval's answer and the trace of the request's connection."""
+
+    @contextmanager
+    def side_connection() -> Iterator[psycopg.Connection | None]:
+        yield side
+
+    deps = Dependencies(
+        settings=load_settings(KEYSTONE_CONTEXT_SEARCH_BACKEND=backend),
+        cache=SearchCache(),
+        embedder=embedder,
+        publish=lambda event: None,
+        side_connection=side_connection,
+    )
+    request = RetrieveRequest.model_validate({"excludeRelated": True, **body})
+    with connection() as conn, autocommit(conn), unprepared(conn), traced(conn) as trace:
+        answer = retrieve(conn, principal, request, client_header=None, deps=deps)
+    return answer, trace
+
+
+@contextmanager
+def unprepared(conn: psycopg.Connection) -> Iterator[None]:
+    """psycopg prepares a statement on its fifth execution on a connection, a round trip once
+    per statement and connection; pooled connections reach it at different times, so the counts
+    are taken without it."""
+    threshold = conn.prepare_threshold
+    conn.prepare_threshold = None
+    try:
+        yield
+    finally:
+        conn.prepare_threshold = threshold
+
+
+def test_a_retrieval_from_a_space_reads_in_five_round_trips(org) -> None:
+    with connection() as conn:
+        publish_source(conn, org, DOCS)
+
+    answer, trace = retrieve_traced(
+        admin_of(org), {"query": "refund receipt", "spaceId": str(org.space_id)}
+    )
+
+    assert answer.chunks, "the retrieval found something, so every step ran"
+    assert trace.round_trips == REQUEST_ROUND_TRIPS
+
+
+def test_without_a_space_the_personal_space_travels_with_the_organisation_chain(org) -> None:
+    with connection() as conn:
+        publish_source(conn, org, DOCS)
+    person = admin_of(org)
+    assert person.is_person
+
+    answer, trace = retrieve_traced(person, {"query": "refund receipt"})
+
+    assert answer.chunks
+    assert trace.round_trips == REQUEST_ROUND_TRIPS
+    with connection() as conn:  # created on first use, in that same round trip
+        personal = conn.execute(
+            "SELECT count(*) AS n FROM spaces WHERE org_id = %s AND level = 'personal'",
+            (org.id,),
+        ).fetchone()
+    assert personal["n"] == 1
+
+
+def test_an_unknown_space_is_still_a_404_when_its_chain_is_read_after_the_pipeline(org) -> None:
+    from context_ledger.errors import SpaceNotFoundError
+
+    with pytest.raises(SpaceNotFoundError):
+        retrieve_traced(
+            admin_of(org), {"query": "refund", "spaceId": "00000000-0000-4000-8000-000000000000"}
+        )
+
+
+@pytest.mark.parametrize("backend", ["exact", "pgvector"])
+def test_a_hybrid_retrieval_reads_the_terms_while_the_query_is_embedded(
+    org, embedder, database_url, backend: str
+) -> None:
+    with connection() as conn:
+        publish_source(conn, org, DOCS, embedder=embedder)
+    body = {"query": "refund receipt", "spaceId": str(org.space_id)}
+    with psycopg.connect(database_url, row_factory=dict_row) as side:
+        retrieve_traced(admin_of(org), body, embedder=embedder, backend=backend, side=side)
+        with unprepared(side), traced(side) as side_trace:  # the HNSW index is ensured by now
+            answer, trace = retrieve_traced(
+                admin_of(org), body, embedder=embedder, backend=backend, side=side
+            )
+
+    assert answer.chunks[0].row["path"] == "refunds.md"
+    assert trace.round_trips == REQUEST_ROUND_TRIPS, "the embedding costs no round trip of its own"
+    # The vector search beside it: for HNSW its settings and the search together.
+    assert side_trace.round_trips == 1
+
+
+def test_terms_and_versions_come_back_in_one_round_trip(org) -> None:
+    with connection() as conn:
+        source = publish_source(conn, org, DOCS)
+        search = SearchQuery(org.id, [source], "refund receipt", [0.1] * DIMS, 10)
+        with traced(conn) as trace:
+            found = with_terms(conn, search, versions=True)
+
+    assert found.terms.lexemes
+    assert found.versions == {source: 1}
+    assert trace.round_trips == 1
+
+
+def test_a_round_trip_is_each_time_the_client_asks_for_answers() -> None:
+    statement = ["F\t16\tParse\t x", "F\t14\tBind\t x", "F\t6\tDescribe\t P", "F\t9\tExecute\t x"]
+    answers = ["B\t4\tParseComplete", "B\t4\tBindComplete", "B\t11\tDataRow\t 1"]
+    ready = "B\t5\tReadyForQuery\t I"
+    one_statement = [*statement, "F\t4\tSync", *answers, ready]
+    # Two statements in a pipeline, the first answered while the second is sent, read after it.
+    pipeline = [*statement, *answers, *statement, "F\t4\tSync", "F\t4\tFlush", *answers, ready]
+    # The same, the first read inside the pipeline: a Flush, then the block's Sync.
+    read_inside = [*statement, *statement, "F\t4\tFlush", *answers, *answers]
+    read_inside += ["F\t4\tSync", "F\t4\tFlush", ready]
+    simple = ["F\t13\tQuery\t x", ready]
+
+    assert count("\n".join(one_statement)).round_trips == 1
+    assert count("\n".join(pipeline)).round_trips == 1
+    assert count("\n".join(read_inside)).round_trips == 2
+    assert count("\n".join(simple)).round_trips == 1
+    assert count("\n".join(simple)).sent == ["Query"]

@@ -71,11 +71,30 @@ def test_with_room_for_every_term_all_chunks_holding_one_are_matched(searched) -
     assert paths[best.chunk_id] == "chargeback.md"  # the rare term weighs most
 
 
+def test_beside_a_vector_search_the_text_search_matches_within_the_hybrid_bound(
+    searched, embedder, monkeypatch
+) -> None:
+    org, source_id, paths = searched
+    monkeypatch.setattr(bm25, "HYBRID_MATCH_POSTINGS", 1)  # "chargeback" only, with a vector
+    vector = embedder.embed(["refund chargeback"])[0]
+
+    alone = search(org, source_id, "refund chargeback")
+    hybrid = search(org, source_id, "refund chargeback", vector)
+
+    assert {paths[c.chunk_id] for c in alone if c.found_by_text} == set(paths.values())
+    assert {paths[c.chunk_id] for c in hybrid if c.found_by_text} == {"chargeback.md"}
+    # The chunks the narrower match left out still come in through the vector search, with the
+    # BM25 rank they have for the whole query.
+    refund = {paths[c.chunk_id]: c for c in hybrid}["refund-0.md"]
+    assert refund.found_by_vector
+    assert 0 < refund.text_score < 1
+
+
 def test_a_vector_hit_holding_only_unmatched_terms_gets_its_bm25_rank(
     searched, embedder, monkeypatch
 ) -> None:
     org, source_id, paths = searched
-    monkeypatch.setattr(bm25, "MATCH_POSTINGS", 1)
+    monkeypatch.setattr(bm25, "HYBRID_MATCH_POSTINGS", 1)
     vector = embedder.embed([DOCS[0].content])[0]
 
     found = {paths[c.chunk_id]: c for c in search(org, source_id, "refund chargeback", vector)}

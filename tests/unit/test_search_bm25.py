@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from context_ledger.search import bm25
 from context_ledger.search.bm25 import TermStats, idf, matched, query_terms
 
 
@@ -41,7 +42,27 @@ def test_query_terms_weigh_each_term_and_average_the_chunk_length() -> None:
     assert terms.lexemes == ("refund", "policy")
     assert terms.weights == (idf(2, 10), idf(8, 10))
     assert terms.match == ("'refund'", "'policy'")
+    assert terms.hybrid_match == ("'refund'", "'policy'")
     assert terms.average_length == 25.0
+
+
+def test_beside_a_vector_search_the_text_search_matches_within_a_smaller_bound() -> None:
+    assert bm25.HYBRID_MATCH_POSTINGS < bm25.MATCH_POSTINGS
+    room = bm25.HYBRID_MATCH_POSTINGS
+    common = bm25.MATCH_POSTINGS - room - 1  # the three together: MATCH_POSTINGS exactly
+    terms = [term("rare", room // 2), term("mid", room // 2 + 1), term("common", common)]
+
+    found = query_terms(terms, chunks=100_000, lexemes=3_000_000)
+
+    assert found.match == ("'rare'", "'mid'", "'common'")
+    assert found.hybrid_match == ("'rare'",)  # rare + mid is one over the bound
+    assert found.lexemes == ("rare", "mid", "common"), "every term still weighs in the rank"
+
+
+def test_a_hybrid_search_still_matches_the_rarest_term_over_the_bound() -> None:
+    found = query_terms([term("study", 60_000), term("the", 90_000)], chunks=100_000, lexemes=1)
+
+    assert found.hybrid_match == found.match == ("'study'",)
 
 
 @pytest.mark.parametrize(
@@ -50,4 +71,4 @@ def test_query_terms_weigh_each_term_and_average_the_chunk_length() -> None:
 def test_no_term_in_the_searched_chunks_gives_no_terms(terms, chunks) -> None:
     found = query_terms(terms, chunks=chunks, lexemes=100)
 
-    assert (found.lexemes, found.weights, found.match) == ((), (), ())
+    assert (found.lexemes, found.weights, found.match, found.hybrid_match) == ((), (), (), ())

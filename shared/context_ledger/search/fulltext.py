@@ -20,7 +20,9 @@ while their document frequencies add up to at most
 those chunks by BM25 over all terms. A chunk holding only common terms of the query scores little,
 so the ranking hardly changes (docs/decisions.md has the figures), but the search reads about a
 thousand chunks instead of a fifth of the corpus (100k chunks: the OR of all of a question's
-terms matches some 20k), and reading them is what costs.
+terms matches some 20k), and reading them is what costs. Beside a vector search (a query vector
+in the ``SearchQuery``) the bound is :data:`~context_ledger.search.bm25.HYBRID_MATCH_POSTINGS`:
+the vector search brings in what the narrower match leaves out, with its BM25 rank filled in.
 
 Normalisation. BM25's scale depends on the query, and the hybrid score needs both of its terms in
 [0, 1]: a text score is the rank divided by the best rank of the text search's hits, so the top
@@ -125,18 +127,20 @@ _NO_SIMILARITY = sql.SQL("NULL::float8")
 @dataclass(frozen=True)
 class TextTerms:
     """The query's terms as the searched chunks know them: BM25 weights, the terms the text
-    search matches, and the mean chunk length. Empty when no searched chunk holds a term."""
+    search matches (alone, and beside a vector search), and the mean chunk length. Empty when no
+    searched chunk holds a term."""
 
     lexemes: tuple[str, ...] = ()
     weights: tuple[float, ...] = ()
     match: tuple[str, ...] = ()  # tsquery operands, quoted
+    hybrid_match: tuple[str, ...] = ()  # the same, within bm25.HYBRID_MATCH_POSTINGS
     average_length: float = 1.0
 
-    def params(self) -> dict[str, Any]:
+    def params(self, *, hybrid: bool) -> dict[str, Any]:
         return {
             "lexemes": list(self.lexemes),
             "weights": list(self.weights),
-            "match": " | ".join(self.match) or None,
+            "match": " | ".join(self.hybrid_match if hybrid else self.match) or None,
             "average_length": self.average_length,
         }
 
@@ -167,7 +171,7 @@ class SearchQuery:
             "query_text": processed_query(self.text),
             "query_vector": None if self.vector is None else Float4Array(self.vector),
             "limit": self.limit,
-            **self.terms.params(),
+            **self.terms.params(hybrid=self.vector is not None),
             **{
                 name: value
                 for n, (version, sources) in enumerate(self.version_groups(), start=1)
@@ -220,7 +224,9 @@ def _read_terms(cursor: Cursor[dict[str, Any]]) -> TextTerms:
     )
     if not terms.lexemes:
         return TextTerms()
-    return TextTerms(terms.lexemes, terms.weights, terms.match, terms.average_length)
+    return TextTerms(
+        terms.lexemes, terms.weights, terms.match, terms.hybrid_match, terms.average_length
+    )
 
 
 def run(conn: Connection, statement: sql.Composed, query: SearchQuery) -> list[Hit]:

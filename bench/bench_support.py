@@ -7,10 +7,13 @@ the template deploys, through its real entry point.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import json
+import shutil
 import statistics
 import subprocess
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +59,13 @@ def load_queries(path: Path, count: int) -> list[str]:
             if len(queries) >= count:
                 break
     return list(queries)
+
+
+def scratch_dir(prefix: str) -> Path:
+    """A new temporary directory, removed when the benchmark's process exits."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def git_revision() -> str:

@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -42,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from bench_support import LambdaFunction, load_function, write_results
+from bench_support import LambdaFunction, load_function, scratch_dir, write_results
 from psycopg.rows import dict_row
 
 REPO = Path(__file__).resolve().parents[1]
@@ -225,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("KEYSTONE_ENVIRONMENT", "local")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     os.environ["KEYSTONE_EVIDENCE_HMAC_KEY"] = "bench-chain-key-" + "b" * 32
-    os.environ["KEYSTONE_EVIDENCE_CHECKPOINT_DIR"] = tempfile.mkdtemp(prefix="ctxl-bench-cp-")
+    os.environ["KEYSTONE_EVIDENCE_CHECKPOINT_DIR"] = str(scratch_dir("ctxl-bench-cp-"))
     os.environ.pop("KEYSTONE_EVIDENCE_HMAC_SECRET_ARN", None)
     os.environ.pop("KEYSTONE_EVIDENCE_CHECKPOINT_BUCKET", None)
     from ingest import scratch_database  # bench/ is the script's folder, first on sys.path

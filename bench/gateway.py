@@ -38,7 +38,6 @@ import os
 import secrets
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -47,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from bench_support import load_function, write_results
+from bench_support import load_function, scratch_dir, write_results
 
 REPO = Path(__file__).resolve().parents[1]
 ROUTE_KEY = "POST /api/v1/models/chat/completions"
@@ -221,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     os.environ.setdefault("KEYSTONE_ENVIRONMENT", "local")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-    os.environ.setdefault("CONTEXT_LEDGER_HOME", tempfile.mkdtemp(prefix="ctxl-bench-home-"))
+    if "CONTEXT_LEDGER_HOME" not in os.environ:
+        os.environ["CONTEXT_LEDGER_HOME"] = str(scratch_dir("ctxl-bench-home-"))
     os.environ.setdefault("KEYSTONE_EVIDENCE_HMAC_KEY", secrets.token_hex(32))
     from ingest import scratch_database  # bench/ is the script's folder, first on sys.path
 

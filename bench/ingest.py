@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import secrets
+import shutil
 import sys
 import tempfile
 import time
@@ -74,7 +75,8 @@ def scratch_database() -> Iterator[str]:
     server = None
     base = os.environ.get("DATABASE_URL")
     if base is None:
-        server = start_embedded(Path(tempfile.mkdtemp(prefix="ctxl-bench-")) / "pgdata")
+        folder = Path(tempfile.mkdtemp(prefix="ctxl-bench-"))
+        server = start_embedded(folder / "pgdata")
         base = server.get_uri()
     name = f"ctxl_bench_{secrets.token_hex(4)}"
     url = ensure_database(base, name)
@@ -89,7 +91,8 @@ def scratch_database() -> Iterator[str]:
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
         if server is not None:
-            server.cleanup()
+            server.cleanup()  # stops it; the data directory (1 GB at 100k chunks) stays
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def code_documents(root: Path) -> list:

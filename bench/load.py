@@ -63,7 +63,6 @@ import random
 import secrets
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -894,13 +893,14 @@ def runtime_env(
 
 
 def run(args: argparse.Namespace, database_url: str) -> bool:
+    from bench_support import scratch_dir
     from gateway import silence_log_output  # bench/gateway.py
 
     from context_ledger.auth.local_keys import ensure_local_keys
     from context_ledger.local.runtime import LocalRuntime
 
     started = time.perf_counter()
-    home = Path(tempfile.mkdtemp(prefix="ctxl-load-home-"))
+    home = scratch_dir("ctxl-load-home-")
     keys = ensure_local_keys(home)
     with stand_ins() as (embeddings_url, provider_url):
         env = runtime_env(

@@ -45,7 +45,6 @@ import multiprocessing
 import os
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from collections import Counter
@@ -363,6 +362,7 @@ def print_costs(
 
 
 def run(args: argparse.Namespace, database_url: str) -> None:
+    from bench_support import scratch_dir
     from gateway import silence_log_output  # bench/gateway.py
     from load import runtime_env, stand_ins  # bench/load.py
 
@@ -371,7 +371,7 @@ def run(args: argparse.Namespace, database_url: str) -> None:
     from context_ledger.settings import get_settings
 
     started = time.perf_counter()
-    home = Path(tempfile.mkdtemp(prefix="ctxl-quotas-home-"))
+    home = scratch_dir("ctxl-quotas-home-")
     keys = ensure_local_keys(home)
     with stand_ins() as (embeddings_url, provider_url):
         pool_max = min(100, args.noisy_clients + QUIET_CLIENTS + 8)

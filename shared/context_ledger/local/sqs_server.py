@@ -29,6 +29,9 @@ from urllib.parse import unquote
 
 from context_ledger.local.serving import serving_in_background
 
+#: How long a refused request's connection is drained before it is closed.
+_LINGER_SECONDS = 1.0
+
 #: Headers about the connection rather than the answer: the server sets its own.
 _HOP_BY_HOP = frozenset({"connection", "content-length", "keep-alive", "transfer-encoding"})
 
@@ -83,6 +86,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self) -> None:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             self.send_error(411, "a Content-Length is required")
+            self._discard_what_the_client_still_sends()
             return
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         answer: list[Any] = []
@@ -107,6 +111,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(content)))
         self.end_headers()
         self.wfile.write(content)
+
+    def _discard_what_the_client_still_sends(self) -> None:
+        """Close the way a careful server does after refusing a request it did not read: stop
+        sending, then read and drop whatever the client still sends, until it closes (at most
+        :data:`_LINGER_SECONDS`). Closed at once, the socket would answer the unread body with a
+        reset, which fails the client's writes and can destroy the answer before it is read."""
+        self.wfile.flush()
+        with suppress(OSError):
+            self.connection.shutdown(socket.SHUT_WR)
+            self.connection.settimeout(_LINGER_SECONDS)
+            while self.connection.recv(65536):
+                pass
 
     def _environ(self, body: bytes) -> dict[str, Any]:
         """The WSGI environ of the request (PEP 3333)."""

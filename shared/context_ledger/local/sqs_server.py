@@ -21,6 +21,7 @@ import io
 import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -118,11 +119,13 @@ class _Handler(BaseHTTPRequestHandler):
         :data:`_LINGER_SECONDS`). Closed at once, the socket would answer the unread body with a
         reset, which fails the client's writes and can destroy the answer before it is read."""
         self.wfile.flush()
+        deadline = time.monotonic() + _LINGER_SECONDS
         with suppress(OSError):
             self.connection.shutdown(socket.SHUT_WR)
-            self.connection.settimeout(_LINGER_SECONDS)
-            while self.connection.recv(65536):
-                pass
+            while (left := deadline - time.monotonic()) > 0:
+                self.connection.settimeout(left)
+                if not self.connection.recv(65536):
+                    return
 
     def _environ(self, body: bytes) -> dict[str, Any]:
         """The WSGI environ of the request (PEP 3333)."""

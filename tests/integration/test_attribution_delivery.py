@@ -84,6 +84,13 @@ def org_id(db: str) -> uuid.UUID:
         return row.fetchone()[0]
 
 
+#: moto's SQS backend takes no lock: two receives at once can hand one message to both, and a
+#: receive moving messages to the dead-letter queue can make another request's lookup miss a
+#: message; real SQS does neither. The workers' queue calls take turns; their handler
+#: invocations, which are what the concurrency tests exercise, do not.
+_QUEUE_CALLS = threading.Lock()
+
+
 @dataclass
 class Mapping:
     """Lambda's SQS event source mapping, one explicit step at a time."""
@@ -94,9 +101,12 @@ class Mapping:
     delivered: Counter = field(default_factory=Counter)  # record id → times handed to the handler
 
     def receive(self, count: int = 10) -> list[dict[str, Any]]:
-        return self.client.receive_message(
-            QueueUrl=self.queue.url, MaxNumberOfMessages=count, MessageSystemAttributeNames=["All"]
-        ).get("Messages", [])
+        with _QUEUE_CALLS:
+            return self.client.receive_message(
+                QueueUrl=self.queue.url,
+                MaxNumberOfMessages=count,
+                MessageSystemAttributeNames=["All"],
+            ).get("Messages", [])
 
     def invoke(self, messages: list[dict[str, Any]]) -> set[str]:
         """The handler's answer for ``messages``: the message ids it reported as failed."""
@@ -114,7 +124,9 @@ class Mapping:
         return {item["itemIdentifier"] for item in answer["batchItemFailures"]}
 
     def acknowledge(self, messages: list[dict[str, Any]]) -> None:
-        if messages:
+        if not messages:
+            return
+        with _QUEUE_CALLS:
             self.client.delete_message_batch(
                 QueueUrl=self.queue.url,
                 Entries=[
@@ -126,22 +138,12 @@ class Mapping:
     def release(self, messages: list[dict[str, Any]]) -> None:
         """Let ``messages`` be received again now (their visibility timeout ran out)."""
         for message in messages:
-            self._release(message["ReceiptHandle"])
-
-    def _release(self, receipt_handle: str, attempts: int = 3) -> None:
-        # moto looks the handle up by iterating the queue's message list while other workers'
-        # requests delete messages from it, without a lock: the iteration can skip the message
-        # and answer ReceiptHandleIsInvalid for a valid handle. Real SQS does not; asking again
-        # finds it.
-        for attempt in range(attempts):
-            try:
+            with _QUEUE_CALLS:
                 self.client.change_message_visibility(
-                    QueueUrl=self.queue.url, ReceiptHandle=receipt_handle, VisibilityTimeout=0
+                    QueueUrl=self.queue.url,
+                    ReceiptHandle=message["ReceiptHandle"],
+                    VisibilityTimeout=0,
                 )
-                return
-            except self.client.exceptions.ReceiptHandleIsInvalid:
-                if attempt == attempts - 1:
-                    raise
 
     def step(self, *, crash_before_ack: Callable[[], bool] = lambda: False) -> int:
         """One poll: invoke, then acknowledge the successes (unless the worker "crashes" after

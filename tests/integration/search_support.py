@@ -29,14 +29,15 @@ def publish_source(
     embedder: EmbeddingsClient | None = None,
     kind: SourceKind = SourceKind.DOCS,
     name: str = "docs",
+    space_id: uuid.UUID | None = None,
 ) -> uuid.UUID:
-    """A new internal source in ``org``'s organisation space with ``documents`` published as
-    its current index version; its id."""
+    """A new internal source in ``space_id`` (default: ``org``'s organisation space) with
+    ``documents`` published as its current index version; its id."""
     admin = admin_of(org)
     source = service.create_source(
         conn,
         admin,
-        space_id=org.space_id,
+        space_id=space_id or org.space_id,
         kind=kind,
         name=name,
         classification=Classification.INTERNAL,

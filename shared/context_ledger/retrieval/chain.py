@@ -4,18 +4,25 @@ With a ``spaceId``: that space and its ancestors up to the organisation. Without
 chain, i.e. the organisation space and the caller's personal space. Of those, only spaces where the
 caller holds ``context:space:search`` contribute, and of their sources only published ones of the
 requested kinds.
+
+The chain, its sources and the query's terms over them are sent together (one round trip): the
+sources and terms statements select the chain's spaces again, whatever the caller's grants, and the
+use case keeps the sources of the spaces the chain says it may search. When that is not all of
+them, the terms are counted again over those searched (retrieval/service.py).
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 
 from context_ledger.auth.principal import Principal
 from context_ledger.db.pending import Pending, send
 from context_ledger.errors import SpaceNotFoundError
+from context_ledger.search.fulltext import TextTerms, pending_terms_of, term_stats_statement
 from context_ledger.sources.model import SourceKind
 from context_ledger.spaces import store as spaces_store
 from context_ledger.spaces.levels import Level
@@ -48,12 +55,24 @@ _CHAIN_FROM_SPACE = _CHAIN.format(start="id = %(space_id)s")
 #: The organisation space alone (it has no parent), with the caller's grants on it.
 _ORGANISATION_CHAIN = _CHAIN.format(start="level = 'organisation'")
 
-_SOURCES = """
-SELECT id, space_id, kind, name, classification, index_version
-FROM sources
-WHERE org_id = %(org_id)s AND space_id = ANY(%(space_ids)s) AND index_version > 0
-  AND (%(kinds)s::text[] IS NULL OR kind = ANY(%(kinds)s::text[]))
-"""
+# The spaces of a chain (whatever the caller's grants) and their published sources of the
+# requested kinds: the chain's sources statement returns them, and the chain's terms statement
+# counts the query terms over them. One definition, so both read the same sources.
+_CHAIN_SOURCES = """
+chain_spaces AS (
+    SELECT id, parent_id FROM spaces WHERE org_id = %(org_id)s AND {start}
+    UNION ALL
+    SELECT s.id, s.parent_id FROM spaces s JOIN chain_spaces c ON s.id = c.parent_id
+), searched AS (
+    SELECT id, space_id, kind, name, classification, index_version FROM sources
+    WHERE org_id = %(org_id)s AND space_id IN (SELECT id FROM chain_spaces)
+      AND index_version > 0 AND (%(kinds)s::text[] IS NULL OR kind = ANY(%(kinds)s::text[]))
+)"""
+_SOURCES_FROM_SPACE = _CHAIN_SOURCES.format(start="id = %(space_id)s")
+#: Without a ``spaceId``: the organisation space and the caller's personal space.
+_SOURCES_FROM_ORGANISATION = _CHAIN_SOURCES.format(
+    start="(level = 'organisation' OR (level = 'personal' AND owner_user_id = %(user_id)s))"
+)
 
 
 @dataclass(frozen=True)
@@ -144,23 +163,54 @@ def pending_search_spaces(
     return Pending(read_organisation_chain)
 
 
-def search_sources(
+def _chain_params(
+    principal: Principal, space_id: uuid.UUID | None, kinds: frozenset[SourceKind] | None
+) -> dict[str, Any]:
+    return {
+        "org_id": principal.org_id,
+        "space_id": space_id,
+        "user_id": principal.user_id,
+        "kinds": sorted(kinds) if kinds else None,
+    }
+
+
+def pending_chain_sources(
     conn: psycopg.Connection,
-    *,
-    org_id: uuid.UUID,
-    spaces: list[SearchSpace],
+    principal: Principal,
+    space_id: uuid.UUID | None,
     kinds: frozenset[SourceKind] | None,
+) -> Pending[list[SearchSource]]:
+    """The published sources of the requested kinds in every space of the chain, whether or not
+    the caller may search that space: sent with the chain itself (:func:`pending_search_spaces`),
+    and the caller keeps those of the spaces it may search (:func:`searchable_sources`)."""
+    sources = _SOURCES_FROM_SPACE if space_id is not None else _SOURCES_FROM_ORGANISATION
+    statement = f"WITH RECURSIVE {sources} SELECT * FROM searched"
+    return send(conn, statement, _chain_params(principal, space_id, kinds), _sources)
+
+
+def pending_chain_terms(
+    conn: psycopg.Connection,
+    principal: Principal,
+    space_id: uuid.UUID | None,
+    kinds: frozenset[SourceKind] | None,
+    text: str,
+) -> Pending[TextTerms]:
+    """The query terms of ``text`` counted over :func:`pending_chain_sources`' sources: the
+    search's terms when it searches all of them, read in the chain's round trip."""
+    sources = _SOURCES_FROM_SPACE if space_id is not None else _SOURCES_FROM_ORGANISATION
+    statement = term_stats_statement(sources)
+    return pending_terms_of(conn, statement, _chain_params(principal, space_id, kinds), text)
+
+
+def searchable_sources(
+    sources: list[SearchSource], spaces: list[SearchSpace]
 ) -> list[SearchSource]:
-    if not spaces:
-        return []
-    rows = conn.execute(
-        _SOURCES,
-        {
-            "org_id": org_id,
-            "space_ids": [s.id for s in spaces],
-            "kinds": sorted(kinds) if kinds else None,
-        },
-    ).fetchall()
+    """The chain's sources in the spaces the caller may search."""
+    searchable = {s.id for s in spaces}
+    return [s for s in sources if s.space_id in searchable]
+
+
+def _sources(cursor: psycopg.Cursor) -> list[SearchSource]:
     return [
         SearchSource(
             id=row["id"],
@@ -170,5 +220,5 @@ def search_sources(
             classification=row["classification"],
             index_version=row["index_version"],
         )
-        for row in rows
+        for row in cursor.fetchall()
     ]

@@ -18,6 +18,7 @@ import psycopg
 
 from context_ledger.auth.principal import Principal
 from context_ledger.cooldown import Cooldown
+from context_ledger.db.pending import Pending
 from context_ledger.dlp.delivery import delivered_text, may_deliver
 from context_ledger.dlp.gate import EmbeddingGate, open_gate
 from context_ledger.dlp.policy import DlpPolicy, pending_policy
@@ -30,8 +31,10 @@ from context_ledger.retrieval.cache import CachedSearch, SearchCache
 from context_ledger.retrieval.chain import (
     SearchSource,
     SearchSpace,
+    pending_chain_sources,
+    pending_chain_terms,
     pending_search_spaces,
-    search_sources,
+    searchable_sources,
 )
 from context_ledger.retrieval.query_vector import (
     DEGRADED_WARNING,
@@ -42,8 +45,8 @@ from context_ledger.retrieval.query_vector import (
 )
 from context_ledger.retrieval.related import pick_related
 from context_ledger.retrieval.request import RetrieveRequest
-from context_ledger.search.candidates import Candidate, pending_terms, search_candidates
-from context_ledger.search.fulltext import SearchQuery
+from context_ledger.search.candidates import Candidate, search_candidates
+from context_ledger.search.fulltext import SearchQuery, TextTerms, pending_text_terms
 from context_ledger.search.hybrid import rank
 from context_ledger.settings import SearchBackend, Settings
 from context_ledger.sources.model import SourceKind
@@ -124,42 +127,48 @@ def _search(
     request: RetrieveRequest,
     gate: EmbeddingGate,
     deps: Dependencies,
+    chain_terms: Pending[TextTerms] | None,
 ) -> tuple[list[Candidate], QueryVector]:
-    """The candidates and how they were found. A full-text fallback for an endpoint that failed
-    is not cached: the next request tries the endpoint again (after the cooldown)."""
+    """The candidates and how they were found. ``chain_terms``: the query's terms as counted over
+    the chain's sources, when those are exactly ``sources`` (else None: they are counted over
+    ``sources``). A full-text fallback for an endpoint that failed is not cached: the next
+    request tries the endpoint again (after the cooldown)."""
     key = _cache_key(principal, spaces, sources, request, gate, deps)
+    versions = {s.id: s.index_version for s in sources}
     cached = deps.cache.get(key)
     if cached is not None:
-        current = store.source_versions(
-            conn, org_id=principal.org_id, ids=list(cached.source_versions)
-        )
-        if current == cached.source_versions:
+        # The key names every searched source, so each cached one is among them.
+        if all(versions[id] == version for id, version in cached.source_versions.items()):
             return list(cached.candidates), without_embedding(gate)
-        deps.cache.discard(key)  # a source was deleted or re-indexed since
-    backend = deps.settings.search_backend
-    search = SearchQuery(principal.org_id, [s.id for s in sources], request.query, None, CANDIDATES)
-    # The query's terms (and the sources' versions, which the HNSW statement binds) are read
-    # while the query is embedded: sent first, they come back in the block's round trip.
-    with conn.pipeline():
-        terms = pending_terms(
-            conn,
-            search,
-            versions=backend is SearchBackend.PGVECTOR and gate.client is not None,
-        )
+        deps.cache.discard(key)  # a source was re-indexed since
+    search = SearchQuery(principal.org_id, list(versions), request.query, None, CANDIDATES)
+    # Terms counted again are sent before the query is embedded and read after it: they come
+    # back meanwhile. (No pipeline otherwise: an empty one still costs a round trip.)
+    with conn.pipeline() if chain_terms is None else nullcontext():
+        terms = chain_terms or pending_text_terms(conn, search)
         query = query_vector(gate, request.query, settings=deps.settings, cooldown=deps.cooldown)
-    search = replace(terms.result(), vector=query.vector)
+    # The HNSW statement filters on the sources' versions (sources/searchable.py).
+    hnsw = deps.settings.search_backend is SearchBackend.PGVECTOR and query.vector is not None
+    search = replace(
+        search, terms=terms.result(), vector=query.vector, versions=versions if hnsw else {}
+    )
     with deps.side_connection() if query.vector is not None else nullcontext() as side:
         candidates = search_candidates(
             conn,
             search,
-            backend=backend,
+            backend=deps.settings.search_backend,
             ef_search=deps.settings.hnsw_ef_search,
             side_connection=side,
         )
     if not query.degraded:
         found = {c.source_id for c in candidates}
-        versions = {s.id: s.index_version for s in sources if s.id in found}
-        deps.cache.put(key, CachedSearch(candidates=tuple(candidates), source_versions=versions))
+        deps.cache.put(
+            key,
+            CachedSearch(
+                candidates=tuple(candidates),
+                source_versions={id: v for id, v in versions.items() if id in found},
+            ),
+        )
     return candidates, query
 
 
@@ -324,18 +333,19 @@ def retrieve(
     client_header: tuple[str, str] | None,
     deps: Dependencies,
 ) -> RetrieveAnswer:
-    # The chain, the policy and the weights do not depend on each other: one round trip.
+    # One round trip: the chain, its sources and the query's terms over them (whichever of
+    # those the caller may search: the chain says, after), the DLP policy and the level weights.
+    space_id, kinds = request.space_uuid(), request.kinds()
     with conn.pipeline():
-        chain = pending_search_spaces(conn, principal, request.space_uuid())
+        chain = pending_search_spaces(conn, principal, space_id)
+        chain_sources = pending_chain_sources(conn, principal, space_id, kinds)
+        chain_terms = pending_chain_terms(conn, principal, space_id, kinds, request.query)
         stored_policy = pending_policy(conn, org_id=principal.org_id)
         stored_weights = pending_weights(conn, principal.org_id, deps.settings)
     spaces, policy, weights = chain.result(), stored_policy.result(), stored_weights.result()
     levels = {s.id: s.level for s in spaces}
-    found = _deliverable_sources(
-        search_sources(conn, org_id=principal.org_id, spaces=spaces, kinds=request.kinds()),
-        spaces,
-        policy,
-    )
+    in_chain = chain_sources.result()
+    found = _deliverable_sources(searchable_sources(in_chain, spaces), spaces, policy)
     sources = {s.id: s for s in found}
     gate = open_gate(
         conn,
@@ -345,7 +355,9 @@ def retrieve(
         policy=policy,
     )
     if found:
-        candidates, query = _search(conn, principal, spaces, found, request, gate, deps)
+        # found is a part of in_chain: the chain's terms apply when it is all of it.
+        terms = chain_terms if len(found) == len(in_chain) else None
+        candidates, query = _search(conn, principal, spaces, found, request, gate, deps, terms)
     else:
         candidates, query = [], without_embedding(gate)
     ranked = _ranked_chunks(conn, principal, candidates, sources, levels, request, weights)

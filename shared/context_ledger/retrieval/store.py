@@ -29,10 +29,6 @@ WHERE s.org_id = %(org_id)s AND s.id = ANY(%(source_ids)s)
 ORDER BY e.from_chunk_id, e.to_chunk_id, e.relation
 """
 
-_SOURCE_VERSIONS = """
-SELECT id, index_version FROM sources WHERE org_id = %(org_id)s AND id = ANY(%(ids)s)
-"""
-
 
 def chunks_by_id(
     conn: psycopg.Connection, *, org_id: uuid.UUID, ids: list[uuid.UUID]
@@ -54,10 +50,3 @@ def neighbours(
         return []
     params = {"org_id": org_id, "source_ids": source_ids, "anchors": anchors}
     return conn.execute(_NEIGHBOURS, params).fetchall()
-
-
-def source_versions(
-    conn: psycopg.Connection, *, org_id: uuid.UUID, ids: list[uuid.UUID]
-) -> dict[uuid.UUID, int]:
-    rows = conn.execute(_SOURCE_VERSIONS, {"org_id": org_id, "ids": ids}).fetchall()
-    return {row["id"]: row["index_version"] for row in rows}

@@ -49,11 +49,9 @@ from context_ledger.sources.searchable import SEARCHABLE_CHUNKS
 
 # The query's lexemes that the searched versions hold, with their document frequencies, quoted as
 # tsquery operands by PostgreSQL; and one row without a lexeme holding the versions' totals.
-_TERM_STATS = """
-WITH searched AS (
-    SELECT s.id, s.index_version FROM sources s
-    WHERE s.org_id = %(org_id)s AND s.id = ANY(%(source_ids)s)
-)
+# ``{searched}``: see term_stats_statement.
+_TERM_STATS_OVER = """
+WITH RECURSIVE {searched}
 SELECT l.lexeme, array_to_tsvector(ARRAY[l.lexeme])::text AS operand,
        sum(l.chunks)::bigint AS chunks, 0::bigint AS lexemes
 FROM searched s
@@ -65,6 +63,21 @@ SELECT NULL, NULL, coalesce(sum(v.chunks), 0)::bigint, coalesce(sum(v.lexemes), 
 FROM searched s
 JOIN text_rank_versions v ON v.source_id = s.id AND v.index_version = s.index_version
 """
+
+
+def term_stats_statement(searched: str) -> str:
+    """The query terms' statement over the sources ``searched`` selects: common table
+    expressions, the last one named ``searched`` (a source's ``id`` and ``index_version`` per
+    row). It binds ``query_text`` besides their parameters."""
+    return _TERM_STATS_OVER.format(searched=searched)
+
+
+_TERM_STATS = term_stats_statement(
+    """searched AS (
+    SELECT s.id, s.index_version FROM sources s
+    WHERE s.org_id = %(org_id)s AND s.id = ANY(%(source_ids)s)
+)"""
+)
 
 
 def rank_of(tsv: sql.Composable) -> sql.Composed:
@@ -151,8 +164,8 @@ class SearchQuery:
 
     The text is searched as code would be indexed (identifiers split), whatever the sources.
     ``terms`` come from :func:`text_terms` (without them no chunk has a text rank);
-    ``versions``, the current index version of each searched source, from
-    ``sources.searchable.pending_current_versions`` (only the HNSW statement needs them).
+    ``versions``, the current index version of each searched source, as read in the same step
+    (``sources.searchable.pending_current_versions``; only the HNSW statement needs them).
     """
 
     org_id: uuid.UUID
@@ -212,6 +225,14 @@ def text_terms(conn: Connection, query: SearchQuery) -> TextTerms:
 def pending_text_terms(conn: Connection, query: SearchQuery) -> Pending[TextTerms]:
     """:func:`text_terms`, sent now and read later (db/pending.py)."""
     return send(conn, _TERM_STATS, query.params(), _read_terms)
+
+
+def pending_terms_of(
+    conn: Connection, statement: str, params: dict[str, Any], text: str
+) -> Pending[TextTerms]:
+    """The terms of ``text`` by a :func:`term_stats_statement` binding ``params``, sent now and
+    read later."""
+    return send(conn, statement, {**params, "query_text": processed_query(text)}, _read_terms)
 
 
 def _read_terms(cursor: Cursor[dict[str, Any]]) -> TextTerms:

@@ -4,8 +4,9 @@ Every search query (full-text, vector, related code) joins through :data:`SEARCH
 an unpublished build, a superseded version and a deleted source are invisible by construction. The
 one exception states the same rule as filters on chunk columns: the pgvector backend's HNSW query,
 whose index the planner will not use under the join. It filters on each source's current version
-as read by :func:`pending_current_versions` in the same search step, and the rows it finds are
-joined through the rule again when the answer reads them (``retrieval/store.py``).
+as read in the same search step (by :func:`pending_current_versions`, or with the sources'
+rows: ``retrieval/chain.py``), and the rows it finds are joined through the rule again when the
+answer reads them (``retrieval/store.py``).
 """
 
 from __future__ import annotations

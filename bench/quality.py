@@ -319,7 +319,12 @@ def evaluate(
             seconds.append(time.perf_counter() - started)
             candidates = list(cache.last.candidates) if cache.last else []
             ordered = [r.candidate.chunk_id for r in rank(candidates, lambda c: 1.0)]
-            rows = store.chunks_by_id(conn, org_id=tenant.caller.org_id, ids=ordered)
+            rows = store.chunks_by_id(
+                conn,
+                org_id=tenant.caller.org_id,
+                ids=ordered,
+                versions={c.source_id: c.index_version for c in candidates},
+            )
         delivered = ranked_run([chunk.row["path"] for chunk in answer.chunks], 10)
         short += len(delivered) < 10
         if embedder is not None and answer.search_mode is not SearchMode.HYBRID:

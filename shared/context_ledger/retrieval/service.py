@@ -172,6 +172,11 @@ def _search(
     return candidates, query
 
 
+def _versions(sources: dict[uuid.UUID, SearchSource]) -> dict[uuid.UUID, int]:
+    """The index version searched of each source (read with the chain)."""
+    return {id: source.index_version for id, source in sources.items()}
+
+
 def _ranked_chunks(
     conn: psycopg.Connection,
     principal: Principal,
@@ -195,7 +200,10 @@ def _ranked_chunks(
             per_level[level] = per_level.get(level, 0) + 1
             capped.append(ranked)
     rows = store.chunks_by_id(
-        conn, org_id=principal.org_id, ids=[r.candidate.chunk_id for r in capped]
+        conn,
+        org_id=principal.org_id,
+        ids=[r.candidate.chunk_id for r in capped],
+        versions=_versions(sources),
     )
     return [
         DeliveredChunk(
@@ -205,7 +213,7 @@ def _ranked_chunks(
             score=r.score,
         )
         for r in capped
-        if r.candidate.chunk_id in rows  # gone since a cached search: skip
+        if r.candidate.chunk_id in rows  # re-indexed or deleted since a cached search: skip
     ]
 
 
@@ -259,11 +267,16 @@ def _related_chunks(
         anchors=anchor_ids,
     )
     picks = pick_related(anchor_ids, edges, exclude={d.row["id"] for d in delivered})
-    rows = store.chunks_by_id(conn, org_id=principal.org_id, ids=[p.chunk_id for p in picks])
+    rows = store.chunks_by_id(
+        conn,
+        org_id=principal.org_id,
+        ids=[p.chunk_id for p in picks],
+        versions=_versions(sources),
+    )
     related = []
     for pick in picks:
         row = rows.get(pick.chunk_id)
-        if row is None or row["source_id"] not in sources:
+        if row is None:
             continue
         source = sources[row["source_id"]]
         related.append(

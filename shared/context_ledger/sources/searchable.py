@@ -5,8 +5,8 @@ an unpublished build, a superseded version and a deleted source are invisible by
 one exception states the same rule as filters on chunk columns: the pgvector backend's HNSW query,
 whose index the planner will not use under the join. It filters on each source's current version
 as read in the same search step (by :func:`pending_current_versions`, or with the sources'
-rows: ``retrieval/chain.py``), and the rows it finds are joined through the rule again when the
-answer reads them (``retrieval/store.py``).
+rows: ``retrieval/chain.py``), and the answer reads only the rows of those versions
+(``retrieval/store.py``).
 """
 
 from __future__ import annotations

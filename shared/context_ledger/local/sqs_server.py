@@ -84,6 +84,11 @@ class _Handler(BaseHTTPRequestHandler):
     # Without it each answer's body waits ~40 ms for Nagle's algorithm and a delayed ACK.
     disable_nagle_algorithm = True
 
+    def setup(self) -> None:
+        # Named, so a thread dump (or a test) tells this server's connections from others'.
+        threading.current_thread().name = f"sqs:{self.server.server_address[1]}"
+        super().setup()
+
     def _serve(self) -> None:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             self.send_error(411, "a Content-Length is required")

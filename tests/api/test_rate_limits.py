@@ -134,6 +134,23 @@ def test_a_refused_request_does_nothing(api, org, token, limits) -> None:
     assert spaces_of(org) == before
 
 
+def test_a_retrieval_refused_before_its_count_is_sent_is_still_counted(
+    api, org, token, limits
+) -> None:
+    # The retrieve route sends its count with its first round trip; a request that never gets
+    # there (an invalid body) is counted when it ends, its answer unchanged.
+    limits(KEYSTONE_RATE_LIMIT_ORG_OVERRIDES=f"{org.id}=1")
+    admin = bearer(token(org, "root", SCOPE_CONTEXT_ADMIN))
+    retrieve = "/api/v1/context/retrieve"
+
+    invalid = api.post(retrieve, headers=admin, json={"query": "refunds", "tokenBudget": -1})
+    valid = api.post(retrieve, headers=admin, json={"query": "refunds"})
+
+    assert error_of(invalid) == (422, "validation_failed")
+    assert error_of(valid) == (429, "rate_limited")
+    assert 1 <= retry_after(valid) <= 60
+
+
 def test_the_memory_limit_per_credential_sends_retry_after(api, org, token, limits) -> None:
     limits(VENKAI_MEMORY_RATE_LIMIT_PER_MINUTE=2)
     busy = bearer(token(org, "busy-agent", SCOPE_CONTEXT_ADMIN))

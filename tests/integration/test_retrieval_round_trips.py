@@ -16,7 +16,9 @@ from search_support import admin_of, publish_source
 from context_ledger.auth.principal import Principal
 from context_ledger.db import autocommit, connection
 from context_ledger.embeddings.client import EmbeddingsClient
+from context_ledger.http.ratelimit import Quota, RateLimitedError
 from context_ledger.local.embeddings_server import serve_embeddings
+from context_ledger.ratelimit.buckets import request_buckets
 from context_ledger.retrieval.cache import SearchCache
 from context_ledger.retrieval.request import RetrieveRequest
 from context_ledger.retrieval.service import Dependencies, retrieve
@@ -71,6 +73,7 @@ def retrieve_traced(
     backend: str = "exact",
     side: psycopg.Connection | None = None,
     cache: SearchCache | None = None,
+    quota: Quota | None = None,
 ):
     """The retrieval's answer and the trace of the request's connection."""
 
@@ -84,6 +87,7 @@ def retrieve_traced(
         embedder=embedder,
         publish=lambda event: None,
         side_connection=side_connection,
+        count_request=quota.send if quota else None,
     )
     request = RetrieveRequest.model_validate({"excludeRelated": True, **body})
     with connection() as conn, autocommit(conn), unprepared(conn), traced(conn) as trace:
@@ -207,6 +211,50 @@ def test_a_source_of_the_chain_not_searched_has_the_terms_counted_again(org) -> 
     team_weight = load_settings().effective_level_weights[Level.TEAM]
     assert [c.score for c in answer.chunks] == [r.score for r in rank(alone, lambda c: team_weight)]
     assert trace.round_trips == REQUEST_ROUND_TRIPS + 1
+
+
+def org_limit(org: Organisation, per_minute: int) -> Quota:
+    """One request's count against ``org``'s limit of ``per_minute`` (no burst beyond it)."""
+    settings = load_settings(KEYSTONE_RATE_LIMIT_ORG_OVERRIDES=f"{org.id}={per_minute}")
+    return Quota(admin_of(org), request_buckets(admin_of(org), "", settings))
+
+
+def test_the_rate_limit_travels_with_the_chain(org) -> None:
+    with connection() as conn:
+        publish_source(conn, org, DOCS)
+    body = {"query": "refund receipt", "spaceId": str(org.space_id)}
+    quota = org_limit(org, 1)
+
+    answer, trace = retrieve_traced(admin_of(org), body, quota=quota)
+
+    assert answer.chunks
+    assert quota.taken
+    assert trace.round_trips == REQUEST_ROUND_TRIPS
+    with pytest.raises(RateLimitedError):  # it was counted: the limit is used up
+        retrieve_traced(admin_of(org), body, quota=org_limit(org, 1))
+
+
+def test_a_refused_retrieval_goes_no_further_than_its_first_round_trip(org) -> None:
+    with connection() as conn:
+        publish_source(conn, org, DOCS)
+    body = {"query": "refund receipt", "spaceId": str(org.space_id)}
+    retrieve_traced(admin_of(org), body, quota=org_limit(org, 1))
+    published: list[dict] = []
+    deps = Dependencies(
+        settings=load_settings(),
+        cache=SearchCache(),
+        embedder=None,
+        publish=published.append,
+        count_request=org_limit(org, 1).send,
+    )
+    request = RetrieveRequest.model_validate(body)
+
+    refused = pytest.raises(RateLimitedError)
+    with connection() as conn, autocommit(conn), unprepared(conn), traced(conn) as trace, refused:
+        retrieve(conn, admin_of(org), request, client_header=None, deps=deps)
+
+    assert published == []
+    assert trace.round_trips == 1
 
 
 def test_terms_and_versions_come_back_in_one_round_trip(org) -> None:

@@ -30,6 +30,11 @@ def _calls(dependant: Dependant) -> list[tuple[str, object]]:
     return found
 
 
+def _on_the_loop(call: object) -> bool:
+    """A coroutine function, or an async generator (a dependency with ``yield``)."""
+    return inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call)
+
+
 @pytest.mark.parametrize("function", sorted(FUNCTIONS))
 def test_routes_and_dependencies_run_on_the_event_loop(function: str) -> None:
     routes = [r for router in routers(function) for r in router.routes if isinstance(r, APIRoute)]
@@ -37,5 +42,5 @@ def test_routes_and_dependencies_run_on_the_event_loop(function: str) -> None:
     app_wide = [d.dependency for d in function_app(function).router.dependencies]
     calls = [(f"{r.path} {name}", call) for r in routes for name, call in _calls(r.dependant)]
     calls += [(f"app-wide {d}", d) for d in app_wide]
-    blocking = sorted(where for where, call in calls if not inspect.iscoroutinefunction(call))
+    blocking = sorted(where for where, call in calls if not _on_the_loop(call))
     assert blocking == []

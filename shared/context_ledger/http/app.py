@@ -107,7 +107,7 @@ def create_app(
         title=title,
         docs_url=None,
         redoc_url=None,
-        dependencies=[Depends(request_quota(credential_limit))],
+        dependencies=[Depends(request_quota(credential_limit), scope="function")],
     )
     for router in routers:
         app.include_router(router)

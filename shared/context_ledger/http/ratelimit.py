@@ -6,6 +6,11 @@ credential is ``401``, never ``429``) and before the route's own work, with one 
 pooled connection it gives back before the handler takes its own. A refused request answers
 ``429 rate_limited`` with ``Retry-After``: the whole seconds until the request would be admitted.
 
+A route marked :func:`counted_in_first_round_trip` sends that statement itself, last in its
+first pipeline (``Quota.send``; the retrieve use case): one round trip less. Over the limit, it
+answers 429 before anything else it read is used. A request that ends before the route sends it
+(an invalid body: 422) is counted when it ends, its answer unchanged.
+
 The limits are read from the settings on each request (``KEYSTONE_RATE_LIMIT_*``; the memory
 API adds ``VENKAI_MEMORY_RATE_LIMIT_PER_MINUTE`` per credential, declared in ``http/memory.py``).
 """
@@ -13,19 +18,21 @@ API adds ``VENKAI_MEMORY_RATE_LIMIT_PER_MINUTE`` per credential, declared in ``h
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Coroutine
-from typing import Annotated, Any
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any, TypeVar
 
+import psycopg
 from fastapi import Depends, Request
 
 from context_ledger.auth.authorizer import bearer_token
 from context_ledger.auth.principal import Principal
 from context_ledger.db import autocommit, get_pool
+from context_ledger.db.pending import Pending
 from context_ledger.errors import ApiError, UnauthorizedError
 from context_ledger.http.principal import current_principal
 from context_ledger.log import logger
 from context_ledger.ratelimit import store
-from context_ledger.ratelimit.buckets import BucketKind, request_buckets
+from context_ledger.ratelimit.buckets import Bucket, BucketKind, request_buckets
 from context_ledger.ratelimit.store import Verdict
 from context_ledger.settings import Settings, get_settings
 
@@ -52,8 +59,62 @@ class RateLimitedError(ApiError):
         self.headers = {"Retry-After": str(retry_after)}
 
 
-def count(request: Request, caller: Principal, credential_limit: CredentialLimit | None) -> None:
-    """Count the request against its buckets; raise RateLimitedError if one refuses it."""
+class Quota:
+    """One request's count against its buckets, taken once: at once on a pooled connection
+    (:meth:`take`), or sent by the route with its own first round trip (:meth:`send`)."""
+
+    def __init__(self, caller: Principal, buckets: list[Bucket]) -> None:
+        self._caller = caller
+        self._buckets = buckets
+        self.taken = False
+
+    def take(self) -> None:
+        """Count the request now; raise RateLimitedError if a bucket refuses it."""
+        self._refuse_if_over(self._take())
+
+    def send(self, conn: psycopg.Connection) -> Pending[None]:
+        """Send the count on ``conn`` (last in its pipeline); reading the result raises
+        RateLimitedError if a bucket refused the request. Nothing when counted already."""
+        if self.taken:
+            return Pending(lambda: None)
+        self.taken = True
+        verdicts = store.pending_take(conn, self._buckets)
+        return Pending(lambda: self._refuse_if_over(verdicts.result()))
+
+    def count_after(self) -> None:
+        """Count a request whose answer is decided already (it ended before the route sent its
+        count): counted, never refused."""
+        if not self.taken:
+            self._take()
+
+    def _take(self) -> list[Verdict]:
+        self.taken = True
+        if not self._buckets:
+            return []
+        # One round trip: the statement commits on its own, without BEGIN and COMMIT around it
+        # (the pool hands connections out outside a transaction and wants them back that way).
+        with get_pool().connection() as conn, autocommit(conn):
+            return store.take(conn, self._buckets)
+
+    def _refuse_if_over(self, verdicts: list[Verdict]) -> None:
+        refused = [v for v in verdicts if v.refused]
+        if refused:
+            worst = max(refused, key=lambda v: v.wait_seconds)
+            logger.info(
+                "rate limited",
+                extra={
+                    "limit": worst.bucket.kind.value,
+                    "orgId": str(self._caller.org_id),
+                    "waitSeconds": round(worst.wait_seconds, 3),
+                },
+            )
+            raise RateLimitedError(worst)
+
+
+def quota_of(
+    request: Request, caller: Principal, credential_limit: CredentialLimit | None
+) -> Quota:
+    """The buckets this request counts against."""
     settings = get_settings()
     try:
         credential = bearer_token(dict(request.headers))
@@ -67,36 +128,45 @@ def count(request: Request, caller: Principal, credential_limit: CredentialLimit
         settings,
         credential_per_minute=credential_limit(settings) if credential_limit else 0,
     )
-    if not buckets:
-        return
-    # One round trip: the statement commits on its own, without BEGIN and COMMIT around it
-    # (the pool hands connections out outside a transaction and wants them back that way).
-    with get_pool().connection() as conn, autocommit(conn):
-        verdicts = store.take(conn, buckets)
-    refused = [v for v in verdicts if v.refused]
-    if refused:
-        worst = max(refused, key=lambda v: v.wait_seconds)
-        logger.info(
-            "rate limited",
-            extra={
-                "limit": worst.bucket.kind.value,
-                "orgId": str(caller.org_id),
-                "waitSeconds": round(worst.wait_seconds, 3),
-            },
-        )
-        raise RateLimitedError(worst)
+    return Quota(caller, buckets)
+
+
+_FIRST_ROUND_TRIP = "__counted_in_first_round_trip__"
+
+Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
+
+
+def counted_in_first_round_trip(endpoint: Endpoint) -> Endpoint:
+    """Mark a route that sends its request's count itself (``Quota.send``, from
+    :func:`route_quota`) with its first round trip to the database."""
+    setattr(endpoint, _FIRST_ROUND_TRIP, True)
+    return endpoint
+
+
+async def route_quota(request: Request) -> Quota:
+    """The request's quota, for a :func:`counted_in_first_round_trip` route to send (on any
+    other route it is counted already and sending it does nothing)."""
+    return request.state.quota
 
 
 def request_quota(
     credential_limit: CredentialLimit | None = None,
-) -> Callable[..., Coroutine[Any, Any, None]]:
+) -> Callable[..., AsyncIterator[None]]:
     """The app-wide dependency counting each request (plus ``credential_limit``, if given)."""
 
     async def count_request(
         request: Request, caller: Annotated[Principal, Depends(current_principal)]
-    ) -> None:
+    ) -> AsyncIterator[None]:
         # Blocking on purpose: a Lambda environment serves one request at a time, and the local
         # runtime gives each request a thread and event loop of its own.
-        count(request, caller, credential_limit)
+        quota = request.state.quota = quota_of(request, caller, credential_limit)
+        if not getattr(request.scope.get("endpoint"), _FIRST_ROUND_TRIP, False):
+            quota.take()
+            yield
+            return
+        try:
+            yield
+        finally:
+            quota.count_after()
 
     return count_request

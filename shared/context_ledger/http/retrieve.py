@@ -16,6 +16,7 @@ from context_ledger.db import autocommit, connection, spare_connection
 from context_ledger.embeddings.client import get_embeddings_client
 from context_ledger.http.models import ApiModel
 from context_ledger.http.principal import current_principal
+from context_ledger.http.ratelimit import Quota, counted_in_first_round_trip, route_quota
 from context_ledger.retrieval.cache import SearchCache
 from context_ledger.retrieval.query_vector import SearchMode
 from context_ledger.retrieval.request import RetrieveRequest
@@ -120,7 +121,7 @@ class RetrieveResponse(ApiModel):
         )
 
 
-async def dependencies() -> Dependencies:
+async def dependencies(quota: Annotated[Quota, Depends(route_quota)]) -> Dependencies:
     return Dependencies(
         settings=get_settings(),
         cache=_CACHE,
@@ -128,10 +129,12 @@ async def dependencies() -> Dependencies:
         side_connection=spare_connection,
         embedder=get_embeddings_client(),
         publish=publish_attribution,
+        count_request=quota.send,
     )
 
 
 @router.post("/api/v1/context/retrieve", response_model=RetrieveResponse)
+@counted_in_first_round_trip
 async def retrieve_context(
     body: RetrieveRequest,
     caller: Caller,

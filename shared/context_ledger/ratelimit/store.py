@@ -14,7 +14,9 @@ bucket; the conflict clause still adds both emissions, so only that first decisi
 The statement turns ``synchronous_commit`` off for its own transaction: its commit does not wait
 for the WAL flush (5-8 ms at p50 on the development machine, 0.6 without), and a crash can only
 lose the last few counts, forgiving a few requests. So run it in a transaction of its own (the
-HTTP dependency runs it in autocommit), never inside one whose writes must be durable.
+HTTP dependency runs it in autocommit), or last in the pipeline of reads that only count on it
+(the retrieve use case, whose one possible write, a personal space created on first use, is
+created again if a crash loses it), never inside one whose writes must be durable.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from datetime import datetime
 
 import psycopg
 
+from context_ledger.db.pending import Pending, send
 from context_ledger.ratelimit.buckets import Bucket
 
 #: Timestamps are stored to the microsecond: a TAT that exceeds the burst by less than this is
@@ -84,17 +87,26 @@ def take(
 ) -> list[Verdict]:
     """Count one request against ``buckets`` (at most one per key) at ``now`` (default: the
     database's clock); each bucket's verdict, in the order given. Charged only if none refuses."""
+    return pending_take(conn, buckets, now=now).result()
+
+
+def pending_take(
+    conn: psycopg.Connection, buckets: Sequence[Bucket], *, now: datetime | None = None
+) -> Pending[list[Verdict]]:
+    """:func:`take`, sent now and read later (db/pending.py). In a pipeline, send it last: the
+    buckets' rows stay locked until the pipeline's transaction commits at its Sync."""
     if not buckets:
-        return []
-    rows = conn.execute(
-        _TAKE,
-        {
-            "now": now,
-            "keys": [b.key for b in buckets],
-            "emissions": [b.emission_seconds for b in buckets],
-            "tolerances": [b.tolerance_seconds for b in buckets],
-            "slack": SLACK_SECONDS,
-        },
-    ).fetchall()
-    waits = {bytes(row["key_sha256"]): float(row["wait"]) for row in rows}
-    return [Verdict(bucket=b, wait_seconds=waits[b.key]) for b in buckets]
+        return Pending(list)
+    params = {
+        "now": now,
+        "keys": [b.key for b in buckets],
+        "emissions": [b.emission_seconds for b in buckets],
+        "tolerances": [b.tolerance_seconds for b in buckets],
+        "slack": SLACK_SECONDS,
+    }
+
+    def verdicts(cursor: psycopg.Cursor) -> list[Verdict]:
+        waits = {bytes(row["key_sha256"]): float(row["wait"]) for row in cursor.fetchall()}
+        return [Verdict(bucket=b, wait_seconds=waits[b.key]) for b in buckets]
+
+    return send(conn, _TAKE, params, verdicts)

@@ -98,6 +98,9 @@ class Dependencies:
     side_connection: Callable[[], AbstractContextManager[psycopg.Connection | None]] = lambda: (
         nullcontext()
     )
+    #: Sends the request's count against its rate limits with the first round trip; reading it
+    #: raises RateLimitedError when refused (http/ratelimit.py). None: counted elsewhere.
+    count_request: Callable[[psycopg.Connection], Pending[None]] | None = None
 
 
 def _cache_key(
@@ -347,7 +350,8 @@ def retrieve(
     deps: Dependencies,
 ) -> RetrieveAnswer:
     # One round trip: the chain, its sources and the query's terms over them (whichever of
-    # those the caller may search: the chain says, after), the DLP policy and the level weights.
+    # those the caller may search: the chain says, after), the DLP policy, the level weights,
+    # and last the request's count against its rate limits (its rows stay locked until the Sync).
     space_id, kinds = request.space_uuid(), request.kinds()
     with conn.pipeline():
         chain = pending_search_spaces(conn, principal, space_id)
@@ -355,6 +359,9 @@ def retrieve(
         chain_terms = pending_chain_terms(conn, principal, space_id, kinds, request.query)
         stored_policy = pending_policy(conn, org_id=principal.org_id)
         stored_weights = pending_weights(conn, principal.org_id, deps.settings)
+        admitted = deps.count_request(conn) if deps.count_request else None
+    if admitted is not None:
+        admitted.result()  # over a rate limit: 429 before anything read is used
     spaces, policy, weights = chain.result(), stored_policy.result(), stored_weights.result()
     levels = {s.id: s.level for s in spaces}
     in_chain = chain_sources.result()

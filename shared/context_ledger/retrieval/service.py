@@ -8,7 +8,7 @@ per-level cap, the budget and the attribution run on every request.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -122,6 +122,11 @@ def _cache_key(
     )
 
 
+def _versions(sources: Iterable[SearchSource]) -> dict[uuid.UUID, int]:
+    """The index version searched of each source (read with the chain)."""
+    return {source.id: source.index_version for source in sources}
+
+
 def _search(
     conn: psycopg.Connection,
     principal: Principal,
@@ -137,7 +142,7 @@ def _search(
     ``sources``). A full-text fallback for an endpoint that failed is not cached: the next
     request tries the endpoint again (after the cooldown)."""
     key = _cache_key(principal, spaces, sources, request, gate, deps)
-    versions = {s.id: s.index_version for s in sources}
+    versions = _versions(sources)
     cached = deps.cache.get(key)
     if cached is not None:
         # The key names every searched source, so each cached one is among them.
@@ -175,11 +180,6 @@ def _search(
     return candidates, query
 
 
-def _versions(sources: dict[uuid.UUID, SearchSource]) -> dict[uuid.UUID, int]:
-    """The index version searched of each source (read with the chain)."""
-    return {id: source.index_version for id, source in sources.items()}
-
-
 def _ranked_chunks(
     conn: psycopg.Connection,
     principal: Principal,
@@ -206,7 +206,7 @@ def _ranked_chunks(
         conn,
         org_id=principal.org_id,
         ids=[r.candidate.chunk_id for r in capped],
-        versions=_versions(sources),
+        versions=_versions(sources.values()),
     )
     return [
         DeliveredChunk(
@@ -274,7 +274,7 @@ def _related_chunks(
         conn,
         org_id=principal.org_id,
         ids=[p.chunk_id for p in picks],
-        versions=_versions(sources),
+        versions=_versions(sources.values()),
     )
     related = []
     for pick in picks:

@@ -50,19 +50,29 @@ def admin(outage_runtime, token) -> dict[str, str]:
     return bearer(token(org, "root", SCOPE_CONTEXT_ADMIN))
 
 
+#: A route counted by the app-wide dependency, and the retrieve route, which sends its count
+#: with its first round trip (http/ratelimit.py).
+ROUTES = {
+    "spaces": ("GET", SPACES, None),
+    "retrieve": ("POST", "/api/v1/context/retrieve", {"query": "refunds"}),
+}
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
 def test_a_restart_answers_503_during_the_outage_and_200_after(
-    outage_runtime: LocalRuntime, own_server: object, admin: dict[str, str]
+    outage_runtime: LocalRuntime, own_server: object, admin: dict[str, str], route: str
 ) -> None:
+    method, path, body = ROUTES[route]
     with httpx.Client(base_url=outage_runtime.url, timeout=60) as http:
-        assert http.get(SPACES, headers=admin).status_code == 200
+        assert http.request(method, path, headers=admin, json=body).status_code == 200
         stop_embedded(own_server)
         try:
             started = time.monotonic()
-            down = http.get(SPACES, headers=admin)
+            down = http.request(method, path, headers=admin, json=body)
             elapsed = time.monotonic() - started
         finally:
             start_embedded_again(own_server)
-        back = http.get(SPACES, headers=admin)
+        back = http.request(method, path, headers=admin, json=body)
 
     assert down.status_code == 503
     assert down.json() == {
@@ -71,5 +81,7 @@ def test_a_restart_answers_503_during_the_outage_and_200_after(
             "message": "the database is unavailable; retry shortly",
         }
     }
-    assert elapsed < POOL_TIMEOUT_SECONDS * 10  # psycopg_pool's default: 30 s per checkout
+    # One checkout timeout, not two: psycopg_pool's default is 30 s per checkout, and a request
+    # the database failed is not counted afterwards (that would wait for the pool again).
+    assert elapsed < POOL_TIMEOUT_SECONDS * 1.9
     assert back.status_code == 200, back.text

@@ -9,7 +9,8 @@ pooled connection it gives back before the handler takes its own. A refused requ
 A route marked :func:`counted_in_first_round_trip` sends that statement itself, last in its
 first pipeline (``Quota.send``; the retrieve use case): one round trip less. Over the limit, it
 answers 429 before anything else it read is used. A request that ends before the route sends it
-(an invalid body: 422) is counted when it ends, its answer unchanged.
+(an invalid body: 422) is counted when it ends, its answer unchanged; one the database failed
+(503) is not, as counting it would wait for the unreachable database a second time.
 
 The limits are read from the settings on each request (``KEYSTONE_RATE_LIMIT_*``; the memory
 API adds ``VENKAI_MEMORY_RATE_LIMIT_PER_MINUTE`` per credential, declared in ``http/memory.py``).
@@ -28,6 +29,7 @@ from context_ledger.auth.authorizer import bearer_token
 from context_ledger.auth.principal import Principal
 from context_ledger.db import autocommit, get_pool
 from context_ledger.db.pending import Pending
+from context_ledger.db.pool import is_unavailable
 from context_ledger.errors import ApiError, UnauthorizedError
 from context_ledger.http.principal import current_principal
 from context_ledger.log import logger
@@ -166,7 +168,12 @@ def request_quota(
             return
         try:
             yield
-        finally:
-            quota.count_after()
+        except BaseException as exc:
+            # A database that failed the request would only make the count wait for the pool
+            # again (a second checkout timeout): such a request goes uncounted.
+            if not is_unavailable(exc):
+                quota.count_after()
+            raise
+        quota.count_after()
 
     return count_request

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 
@@ -27,18 +27,21 @@ from context_ledger.sources.model import SourceKind
 from context_ledger.spaces import store as spaces_store
 from context_ledger.spaces.levels import Level
 
-# The chain from a space up to the organisation, each with whether a grant to the caller on it or
-# an ancestor gives search (admin implies search) and whether one gives admin (which clears the
-# caller for the space's `drop` sources, dlp/delivery.py). The chain is a path, so "an ancestor"
-# is any chain row at the same or a greater depth.
-_CHAIN = """
-WITH RECURSIVE chain AS (
+# The chain's spaces from ``{start}`` up to the organisation, nearest first (depth 0).
+_CHAIN_SPACES = """chain AS (
     SELECT id, parent_id, level, owner_user_id, 0 AS depth
     FROM spaces WHERE org_id = %(org_id)s AND {start}
     UNION ALL
     SELECT s.id, s.parent_id, s.level, s.owner_user_id, c.depth + 1
     FROM spaces s JOIN chain c ON s.id = c.parent_id
-)
+)"""
+_FROM_SPACE = "id = %(space_id)s"
+
+# Each space of the chain with whether a grant to the caller on it or an ancestor gives search
+# (admin implies search) and whether one gives admin (which clears the caller for the space's
+# `drop` sources, dlp/delivery.py). The chain is a path, so "an ancestor" is any chain row at the
+# same or a greater depth.
+_GRANTS = """
 SELECT c.id, c.level, c.owner_user_id,
        EXISTS (
            SELECT 1 FROM chain a JOIN grants g ON g.space_id = a.id
@@ -51,27 +54,36 @@ SELECT c.id, c.level, c.owner_user_id,
        ) AS admin
 FROM chain c ORDER BY c.depth
 """
-_CHAIN_FROM_SPACE = _CHAIN.format(start="id = %(space_id)s")
+_CHAIN_FROM_SPACE = "WITH RECURSIVE " + _CHAIN_SPACES.format(start=_FROM_SPACE) + _GRANTS
 #: The organisation space alone (it has no parent), with the caller's grants on it.
-_ORGANISATION_CHAIN = _CHAIN.format(start="level = 'organisation'")
+_ORGANISATION_CHAIN = (
+    "WITH RECURSIVE " + _CHAIN_SPACES.format(start="level = 'organisation'") + _GRANTS
+)
 
-# The spaces of a chain (whatever the caller's grants) and their published sources of the
-# requested kinds: the chain's sources statement returns them, and the chain's terms statement
-# counts the query terms over them. One definition, so both read the same sources.
-_CHAIN_SOURCES = """
-chain_spaces AS (
-    SELECT id, parent_id FROM spaces WHERE org_id = %(org_id)s AND {start}
-    UNION ALL
-    SELECT s.id, s.parent_id FROM spaces s JOIN chain_spaces c ON s.id = c.parent_id
-), searched AS (
+# The published sources of the requested kinds in the chain's spaces, whatever the caller's
+# grants: the chain's sources statement returns them, and the chain's terms statement counts
+# the query terms over them. One definition, so both read the same sources.
+_SEARCHED = """, searched AS (
     SELECT id, space_id, kind, name, classification, index_version FROM sources
-    WHERE org_id = %(org_id)s AND space_id IN (SELECT id FROM chain_spaces)
+    WHERE org_id = %(org_id)s AND space_id IN (SELECT id FROM chain)
       AND index_version > 0 AND (%(kinds)s::text[] IS NULL OR kind = ANY(%(kinds)s::text[]))
 )"""
-_SOURCES_FROM_SPACE = _CHAIN_SOURCES.format(start="id = %(space_id)s")
+
+
+class _SourcesSql(NamedTuple):
+    sources: str  # the chain's sources
+    terms: str  # the query's terms over them
+
+
+def _sources_sql(start: str) -> _SourcesSql:
+    ctes = _CHAIN_SPACES.format(start=start) + _SEARCHED
+    return _SourcesSql(f"WITH RECURSIVE {ctes} SELECT * FROM searched", term_stats_statement(ctes))
+
+
+_SOURCES_FROM_SPACE = _sources_sql(_FROM_SPACE)
 #: Without a ``spaceId``: the organisation space and the caller's personal space.
-_SOURCES_FROM_ORGANISATION = _CHAIN_SOURCES.format(
-    start="(level = 'organisation' OR (level = 'personal' AND owner_user_id = %(user_id)s))"
+_SOURCES_FROM_ORGANISATION = _sources_sql(
+    "(level = 'organisation' OR (level = 'personal' AND owner_user_id = %(user_id)s))"
 )
 
 
@@ -163,6 +175,10 @@ def pending_search_spaces(
     return Pending(read_organisation_chain)
 
 
+def _sources_of(space_id: uuid.UUID | None) -> _SourcesSql:
+    return _SOURCES_FROM_SPACE if space_id is not None else _SOURCES_FROM_ORGANISATION
+
+
 def _chain_params(
     principal: Principal, space_id: uuid.UUID | None, kinds: frozenset[SourceKind] | None
 ) -> dict[str, Any]:
@@ -183,8 +199,7 @@ def pending_chain_sources(
     """The published sources of the requested kinds in every space of the chain, whether or not
     the caller may search that space: sent with the chain itself (:func:`pending_search_spaces`),
     and the caller keeps those of the spaces it may search (:func:`searchable_sources`)."""
-    sources = _SOURCES_FROM_SPACE if space_id is not None else _SOURCES_FROM_ORGANISATION
-    statement = f"WITH RECURSIVE {sources} SELECT * FROM searched"
+    statement = _sources_of(space_id).sources
     return send(conn, statement, _chain_params(principal, space_id, kinds), _sources)
 
 
@@ -197,8 +212,7 @@ def pending_chain_terms(
 ) -> Pending[TextTerms]:
     """The query terms of ``text`` counted over :func:`pending_chain_sources`' sources: the
     search's terms when it searches all of them, read in the chain's round trip."""
-    sources = _SOURCES_FROM_SPACE if space_id is not None else _SOURCES_FROM_ORGANISATION
-    statement = term_stats_statement(sources)
+    statement = _sources_of(space_id).terms
     return pending_terms_of(conn, statement, _chain_params(principal, space_id, kinds), text)
 
 

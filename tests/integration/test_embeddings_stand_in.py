@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import base64
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import httpx
 import pytest
@@ -16,6 +16,7 @@ from context_ledger.embeddings.client import EmbeddingsClient, EmbeddingsUnavail
 from context_ledger.embeddings.hashing import HashingEmbeddingProvider
 from context_ledger.embeddings.minilm import MiniLMEmbeddingProvider
 from context_ledger.embeddings.serving import MiniLMService
+from context_ledger.embeddings.wire import Embedded
 from context_ledger.local.embeddings_server import StandInEmbeddingsServer, serve_embeddings
 
 API_KEY = "sk-test-0123456789"
@@ -142,6 +143,65 @@ def test_the_client_sends_openais_request_and_returns_vectors_in_order(
     assert first.headers["Authorization"] == f"Bearer {API_KEY}"
 
 
+def test_inputs_go_in_batches_of_the_configured_size(stand_in: StandInEmbeddingsServer) -> None:
+    texts = ["a", "bb", "ccc", "dddd", "eeeee"]
+
+    vectors = _client(stand_in, batch_size=2).embed(texts)
+
+    assert [r.body["input"] for r in stand_in.requests] == [["a", "bb"], ["ccc", "dddd"], ["eeeee"]]
+    assert vectors == HashingEmbeddingProvider(16).embed(texts)
+
+
+class _BatchSizedVectors:
+    """A service whose vectors have one dimension more than the batch has texts."""
+
+    def embed(self, texts: Sequence[str], dimensions: int | None) -> Embedded:
+        return Embedded([[1.0] * (len(texts) + 1) for _ in texts], len(texts))
+
+
+def test_batches_answering_different_dimensions_are_refused() -> None:
+    with serve_embeddings(service=_BatchSizedVectors()) as server:
+        client = EmbeddingsClient(server.url, "m", batch_size=2)
+
+        with pytest.raises(EmbeddingsUnavailableError, match="mixed dimensions"):
+            client.embed(["a", "b", "c"])
+
+
+def test_no_texts_make_no_request(stand_in: StandInEmbeddingsServer) -> None:
+    assert _client(stand_in).embed([]) == []
+    assert stand_in.requests == []
+
+
+def _proxies(monkeypatch: pytest.MonkeyPatch, http_proxy: str, no_proxy: str = "") -> None:
+    for name in ("http_proxy", "https_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.setenv("HTTP_PROXY", http_proxy)
+    if no_proxy:
+        monkeypatch.setenv("NO_PROXY", no_proxy)
+
+
+def test_a_proxy_the_environment_names_carries_the_requests(
+    stand_in: StandInEmbeddingsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _proxies(monkeypatch, stand_in.url.removesuffix("/v1"))
+    client = EmbeddingsClient("http://embeddings.example/v1", "m", api_key=API_KEY, max_attempts=1)
+
+    # The stand-in, asked as a proxy for another host, answers 404 to the absolute URL.
+    with pytest.raises(EmbeddingsUnavailableError, match="HTTP 404"):
+        client.embed(["x"])
+    assert [r.path for r in stand_in.requests] == ["http://embeddings.example/v1/embeddings"]
+
+
+def test_an_endpoint_no_proxy_names_is_reached_directly(
+    stand_in: StandInEmbeddingsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _proxies(monkeypatch, "http://127.0.0.1:9", no_proxy="127.0.0.1")  # no proxy listens there
+
+    assert len(_client(stand_in).embed(["x"])) == 1
+    assert [r.path for r in stand_in.requests] == ["/v1/embeddings"]
+
+
 def test_without_configured_dimensions_none_are_sent(stand_in: StandInEmbeddingsServer) -> None:
     _client(stand_in).embed(["x"])
 
@@ -194,7 +254,7 @@ def test_a_refused_request_is_not_retried(stand_in: StandInEmbeddingsServer) -> 
 def test_a_slow_endpoint_times_out_and_is_retried(stand_in: StandInEmbeddingsServer) -> None:
     stand_in.delay = 0.3
 
-    with pytest.raises(EmbeddingsUnavailableError, match=r"unreachable \(ReadTimeout\)"):
+    with pytest.raises(EmbeddingsUnavailableError, match=r"unreachable \(ReadTimeoutError\)"):
         _client(stand_in, timeout=0.1, max_attempts=2).embed(["x"])
 
     assert len(stand_in.requests) == 2
@@ -209,7 +269,8 @@ def test_a_bounded_call_cuts_a_slow_attempt_short_and_does_not_retry(
     with pytest.raises(EmbeddingsUnavailableError) as caught:
         _client(stand_in, sleeps, timeout=30.0).embed(["x"], within=0.2)
 
-    assert str(caught.value) == "embeddings endpoint unreachable (ReadTimeout) after 1 attempts"
+    message = "embeddings endpoint unreachable (ReadTimeoutError) after 1 attempts"
+    assert str(caught.value) == message
     assert (len(stand_in.requests), sleeps) == (1, []), "no time was left for a retry"
 
 
@@ -243,10 +304,10 @@ def test_an_endpoint_nobody_listens_on_is_unavailable_and_unnamed() -> None:
         client.embed([SECRET_TEXT])
 
     message = str(caught.value)
-    assert message == "embeddings endpoint unreachable (ConnectError) after 3 attempts"
+    assert message == "embeddings endpoint unreachable (NewConnectionError) after 3 attempts"
     assert url not in message
     assert API_KEY not in message
-    # httpx's exception names the URL: it is not chained into logs either.
+    # urllib3's exception names the URL: it is not chained into logs either.
     assert caught.value.__cause__ is None
     assert caught.value.__context__ is None
 

@@ -1,14 +1,12 @@
-"""The embeddings client's pure parts: endpoint, answer checks, backoff, batching, settings.
+"""The embeddings client's pure parts: endpoint, answer checks, backoff, settings.
 
 The wire conversation itself is tested against the stand-in server (tests/integration).
 """
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 
-import httpx
 import pytest
 
 from context_ledger.embeddings.client import (
@@ -87,44 +85,6 @@ def test_retry_after_in_seconds_or_as_a_date_is_honoured_up_to_a_cap() -> None:
     assert retry_after_seconds("-5") == 0.0
     assert retry_after_seconds(None) is None
     assert retry_after_seconds("soon") is None
-
-
-def test_inputs_go_in_batches_of_the_configured_size() -> None:
-    batches: list[list[str]] = []
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        texts = json.loads(request.content)["input"]
-        batches.append(texts)
-        return httpx.Response(200, json=_answer([[float(len(t)), 1.0] for t in texts]))
-
-    client = EmbeddingsClient(
-        "http://embed.test/v1", "m", batch_size=2, transport=httpx.MockTransport(answer)
-    )
-    vectors = client.embed(["a", "bb", "ccc", "dddd", "eeeee"])
-
-    assert batches == [["a", "bb"], ["ccc", "dddd"], ["eeeee"]]
-    assert [v[0] for v in vectors] == [1.0, 2.0, 3.0, 4.0, 5.0]
-
-
-def test_batches_answering_different_dimensions_are_refused() -> None:
-    def answer(request: httpx.Request) -> httpx.Response:
-        texts = json.loads(request.content)["input"]
-        return httpx.Response(200, json=_answer([[1.0] * (len(texts) + 1) for _ in texts]))
-
-    client = EmbeddingsClient(
-        "http://embed.test/v1", "m", batch_size=2, transport=httpx.MockTransport(answer)
-    )
-    with pytest.raises(EmbeddingsUnavailableError, match="mixed dimensions"):
-        client.embed(["a", "b", "c"])
-
-
-def test_no_texts_make_no_request() -> None:
-    def answer(request: httpx.Request) -> httpx.Response:
-        raise AssertionError("no request expected")
-
-    client = EmbeddingsClient("http://embed.test/v1", "m", transport=httpx.MockTransport(answer))
-
-    assert client.embed([]) == []
 
 
 def test_no_endpoint_configured_means_no_client(monkeypatch: pytest.MonkeyPatch) -> None:

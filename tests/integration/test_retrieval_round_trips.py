@@ -167,6 +167,22 @@ def test_a_hybrid_retrieval_embeds_the_query_between_the_same_round_trips(
     assert side_trace.round_trips == 1
 
 
+@pytest.mark.parametrize("backend", ["exact", "pgvector"])
+def test_without_a_spare_connection_both_searches_share_one_round_trip(
+    org, embedder, backend: str
+) -> None:
+    with connection() as conn:
+        publish_source(conn, org, DOCS, embedder=embedder)
+    body = {"query": "refund receipt", "spaceId": str(org.space_id)}
+    retrieve_traced(admin_of(org), body, embedder=embedder, backend=backend)  # index ensured
+
+    answer, trace = retrieve_traced(admin_of(org), body, embedder=embedder, backend=backend)
+
+    assert answer.chunks[0].row["path"] == "refunds.md"
+    assert answer.search_mode == "hybrid"
+    assert trace.round_trips == REQUEST_ROUND_TRIPS
+
+
 def test_a_cached_search_costs_the_chain_and_the_rows_only(org) -> None:
     with connection() as conn:
         publish_source(conn, org, DOCS)

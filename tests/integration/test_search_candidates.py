@@ -423,7 +423,7 @@ def test_the_hnsw_scan_explores_the_configured_candidate_list(
 ) -> None:
     source = indexed_source(org, SMALL_SET, embedder)
     shown: list[psycopg.Cursor] = []
-    real_send = pgvector_backend.send_search
+    real_send = pgvector_backend.pending_search
 
     def send_and_look(conn, statement, query):  # type: ignore[no-untyped-def]
         # Sent with the search in its pipeline, and read after it as the hits are: a read of its
@@ -431,7 +431,7 @@ def test_the_hnsw_scan_explores_the_configured_candidate_list(
         shown.append(conn.execute("SHOW hnsw.ef_search"))
         return real_send(conn, statement, query)
 
-    monkeypatch.setattr(pgvector_backend, "send_search", send_and_look)
+    monkeypatch.setattr(pgvector_backend, "pending_search", send_and_look)
     with psycopg.connect(database_url, row_factory=dict_row) as side:
         found = search(
             org,

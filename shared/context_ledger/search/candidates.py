@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -35,15 +35,16 @@ from psycopg import Connection
 
 from context_ledger.db import autocommit
 from context_ledger.db.pending import Pending
-from context_ledger.search.exact import exact_search, similarity_sql, uses_pgvector
+from context_ledger.search.exact import pending_exact_search, similarity_sql, uses_pgvector
 from context_ledger.search.fulltext import (
     Hit,
     SearchQuery,
     normalised,
+    pending_text_search,
     pending_text_terms,
     text_search,
 )
-from context_ledger.search.pgvector_backend import hnsw_search
+from context_ledger.search.pgvector_backend import pending_hnsw_search, pgvector_errors
 from context_ledger.settings import DEFAULT_HNSW_EF_SEARCH, SearchBackend
 from context_ledger.sources.searchable import pending_current_versions
 
@@ -121,26 +122,24 @@ def search_candidates(
         return merge(text_search(conn, search, similarity=None), [], limit=limit)
     pgvector = backend is SearchBackend.PGVECTOR or uses_pgvector(conn)
     similarity = similarity_sql(len(search.vector), pgvector=pgvector)
+    errors = pgvector_errors() if backend is SearchBackend.PGVECTOR else nullcontext()
     if side_connection is None:
-        # The vector search runs first, so a pgvector backend without pgvector fails before
-        # the text search needs its column.
-        vector_hits = _vector_search(conn, search, backend, pgvector=pgvector, ef_search=ef_search)
-        text_hits = text_search(conn, search, similarity=similarity)
-        return merge(text_hits, vector_hits, limit=limit)
-    pending = _SIDE_SEARCHES.submit(
-        _vector_search_beside,
-        side_connection,
-        search,
-        backend,
-        pgvector=pgvector,
-        ef_search=ef_search,
-    )
-    try:
-        text_hits = text_search(conn, search, similarity=similarity)
-    except Exception:
-        pending.result()  # a vector search failure (pgvector gone: 503) explains this one
-        raise
-    return merge(text_hits, pending.result(), limit=limit)
+        # Both in one round trip. The vector search goes first, so a pgvector backend without
+        # pgvector fails (503) before the text search needs its column.
+        with errors, conn.pipeline():
+            vector = _pending_vector_search(conn, search, backend, pgvector, ef_search)
+            text = pending_text_search(conn, search, similarity=similarity)
+        return merge(text.result(), vector.result(), limit=limit)
+    # The vector statement is sent on the side connection, the text statement runs on the
+    # request's, and the request's thread reads both: no thread to hand the search to, whose
+    # start cost 0.5-1 ms p50 and 3-4 ms p95 here (docs/decisions.md). In autocommit mode the
+    # HNSW settings and the search are one implicit transaction, ended by the pipeline's Sync.
+    with errors, autocommit(side_connection):
+        with side_connection.pipeline():
+            vector = _pending_vector_search(side_connection, search, backend, pgvector, ef_search)
+            text_hits = text_search(conn, search, similarity=similarity)
+        vector_hits = vector.result()
+    return merge(text_hits, vector_hits, limit=limit)
 
 
 def pending_terms(conn: Connection, search: SearchQuery, *, versions: bool) -> Pending[SearchQuery]:
@@ -164,26 +163,13 @@ def with_terms(conn: Connection, search: SearchQuery, *, versions: bool) -> Sear
     return pending.result()
 
 
-#: Runs vector searches beside their requests' text searches (find_candidates).
-_SIDE_SEARCHES = ThreadPoolExecutor(max_workers=8, thread_name_prefix="vector-search")
-
-
-def _vector_search(
-    conn: Connection, search: SearchQuery, backend: SearchBackend, *, pgvector: bool, ef_search: int
-) -> list[Hit]:
+def _pending_vector_search(
+    conn: Connection, search: SearchQuery, backend: SearchBackend, pgvector: bool, ef_search: int
+) -> Pending[list[Hit]]:
+    """The vector search, sent (in a pipeline) and read later."""
     if backend is SearchBackend.PGVECTOR:
-        return hnsw_search(conn, search, ef_search=ef_search)
-    return exact_search(conn, search, pgvector=pgvector)
-
-
-def _vector_search_beside(
-    conn: Connection, search: SearchQuery, backend: SearchBackend, *, pgvector: bool, ef_search: int
-) -> list[Hit]:
-    """The vector search on the side connection, in autocommit mode: no BEGIN and COMMIT around
-    it (for HNSW, the settings and the search in one round trip), 0.7-0.8 ms less a retrieval at
-    100k chunks (paired A/B of the handler, docs/decisions.md)."""
-    with autocommit(conn):
-        return _vector_search(conn, search, backend, pgvector=pgvector, ef_search=ef_search)
+        return pending_hnsw_search(conn, search, ef_search=ef_search)
+    return pending_exact_search(conn, search, pgvector=pgvector)
 
 
 def _cutoff(scores: list[float], limit: int) -> float:

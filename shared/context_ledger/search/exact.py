@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from psycopg import Connection, sql
 
-from context_ledger.search.fulltext import Hit, SearchQuery, run, with_text_rank
+from context_ledger.db.pending import Pending
+from context_ledger.search.fulltext import Hit, SearchQuery, pending_search, with_text_rank
 from context_ledger.search.vectors import pgvector_available
 from context_ledger.sources.searchable import SEARCHABLE_CHUNKS
 
@@ -72,10 +73,17 @@ def similarity_sql(dimensions: int, *, pgvector: bool, table: str = "c") -> sql.
 def exact_search(conn: Connection, query: SearchQuery, *, pgvector: bool) -> list[Hit]:
     """The ``query.limit`` searchable chunks most similar to ``query.vector``, with their text
     ranks, in no particular order. ``pgvector`` picks the way to compute (:func:`uses_pgvector`)."""
+    return pending_exact_search(conn, query, pgvector=pgvector).result()
+
+
+def pending_exact_search(
+    conn: Connection, query: SearchQuery, *, pgvector: bool
+) -> Pending[list[Hit]]:
+    """:func:`exact_search`, sent now and read later (db/pending.py)."""
     dimensions = vector_dimensions(query)
     hits = _SEARCH.format(
         similarity=similarity_sql(dimensions, pgvector=pgvector),
         searchable=sql.SQL(SEARCHABLE_CHUNKS),
         dims=sql.Literal(dimensions),
     )
-    return run(conn, with_text_rank(hits), query)
+    return pending_search(conn, with_text_rank(hits), query)

@@ -252,8 +252,20 @@ def _read_terms(cursor: Cursor[dict[str, Any]]) -> TextTerms:
 
 def run(conn: Connection, statement: sql.Composed, query: SearchQuery) -> list[Hit]:
     """Execute a search statement (text or vector) and read its hits."""
-    with send_search(conn, statement, query) as cursor:
-        return cursor.fetchall()
+    return pending_search(conn, statement, query).result()
+
+
+def pending_search(
+    conn: Connection, statement: sql.Composed, query: SearchQuery
+) -> Pending[list[Hit]]:
+    """:func:`run`, sent now and read later (db/pending.py)."""
+    cursor = send_search(conn, statement, query)
+
+    def hits() -> list[Hit]:
+        with cursor:
+            return cursor.fetchall()
+
+    return Pending(hits)
 
 
 def send_search(conn: Connection, statement: sql.Composed, query: SearchQuery) -> Cursor[Hit]:
@@ -269,14 +281,21 @@ def text_search(
     ``similarity`` (an expression over chunk ``c`` and the parameter ``query_vector``) fills in
     each hit's cosine similarity; None leaves it empty (no query vector).
     """
+    return pending_text_search(conn, query, similarity=similarity).result()
+
+
+def pending_text_search(
+    conn: Connection, query: SearchQuery, *, similarity: sql.Composable | None
+) -> Pending[list[Hit]]:
+    """:func:`text_search`, sent now and read later (db/pending.py)."""
     if not query.terms.match:
-        return []
+        return Pending(list)
     statement = _TEXT_SEARCH.format(
         similarity=_NO_SIMILARITY if similarity is None else similarity,
         rank=RANK,
         searchable=sql.SQL(SEARCHABLE_CHUNKS),
     )
-    return run(conn, statement, query)
+    return pending_search(conn, statement, query)
 
 
 def with_text_rank(hits: sql.Composable) -> sql.Composed:

@@ -21,11 +21,15 @@ ends at their one Sync. No BEGIN, COMMIT or savepoint: those cost a round trip o
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import psycopg
 from psycopg import Connection, sql
 
+from context_ledger.db.pending import Pending
 from context_ledger.search.exact import vector_dimensions
-from context_ledger.search.fulltext import Hit, SearchQuery, rank_of, send_search
+from context_ledger.search.fulltext import Hit, SearchQuery, pending_search, rank_of
 from context_ledger.search.vectors import (
     PgvectorUnavailableError,
     ensure_vector_index,
@@ -88,13 +92,12 @@ def _current_versions(groups: int) -> sql.Composed:
 _indexed: set[tuple[str, str, str, int]] = set()
 
 
-def _ensure_index(conn: Connection, dimensions: int) -> tuple[str, str, str, int]:
+def _ensure_index(conn: Connection, dimensions: int) -> None:
     info = conn.info
     key = (info.host, str(info.port), info.dbname, dimensions)
     if key not in _indexed:
         ensure_vector_index(conn, dimensions)  # raises PgvectorUnavailableError
         _indexed.add(key)
-    return key
 
 
 def hnsw_search(conn: Connection, query: SearchQuery, *, ef_search: int) -> list[Hit]:
@@ -103,10 +106,23 @@ def hnsw_search(conn: Connection, query: SearchQuery, *, ef_search: int) -> list
 
     Raises PgvectorUnavailableError when the database has no pgvector.
     """
+    # One round trip, one transaction: the settings and the search are sent together,
+    # synchronised once as the block ends, and read after it (db/pending.py).
+    with pgvector_errors(), conn.pipeline():
+        hits = pending_hnsw_search(conn, query, ef_search=ef_search)
+    return hits.result()
+
+
+def pending_hnsw_search(
+    conn: Connection, query: SearchQuery, *, ef_search: int
+) -> Pending[list[Hit]]:
+    """:func:`hnsw_search`, sent now and read later: inside a pipeline, whose transaction the
+    settings apply to, within :func:`pgvector_errors`. The first search of a dimension in this
+    process first ensures its index, at once."""
     dimensions = vector_dimensions(query)
-    key = _ensure_index(conn, dimensions)
+    _ensure_index(conn, dimensions)
     if not query.versions:
-        return []  # no searched source has a published version
+        return Pending(list)  # no searched source has a published version
     search = vector_search_sql(dimensions, table="c")
     hits = _SEARCH.format(
         distance=search.distance,
@@ -114,16 +130,17 @@ def hnsw_search(conn: Connection, query: SearchQuery, *, ef_search: int) -> list
         similarity=search.similarity,
         current_versions=_current_versions(len(query.version_groups())),
     )
-    settings = _SETTINGS.format(ef_search=sql.Literal(str(ef_search)))
+    conn.execute(_SETTINGS.format(ef_search=sql.Literal(str(ef_search))))
+    return pending_search(conn, _WITH_RANK.format(rank=_HIT_RANK, hits=hits), query)
+
+
+@contextmanager
+def pgvector_errors() -> Iterator[None]:
+    """A vector search failing because pgvector (its type, its column) was dropped after this
+    process ensured its index raises PgvectorUnavailableError, and every index is ensured again
+    at the next search (which fails closed while pgvector stays gone)."""
     try:
-        # One round trip, one transaction: the settings and the search are sent together,
-        # synchronised once as the block ends, and read after it (db/pending.py).
-        with conn.pipeline():
-            conn.execute(settings)
-            cursor = send_search(conn, _WITH_RANK.format(rank=_HIT_RANK, hits=hits), query)
-        with cursor:
-            return cursor.fetchall()
+        yield
     except (psycopg.errors.UndefinedObject, psycopg.errors.UndefinedColumn) as exc:
-        # pgvector (its type, its column) was dropped after this process ensured the index.
-        _indexed.discard(key)
+        _indexed.clear()
         raise PgvectorUnavailableError("the pgvector search backend is not available") from exc

@@ -250,27 +250,18 @@ def _read_terms(cursor: Cursor[dict[str, Any]]) -> TextTerms:
     )
 
 
-def run(conn: Connection, statement: sql.Composed, query: SearchQuery) -> list[Hit]:
-    """Execute a search statement (text or vector) and read its hits."""
-    return pending_search(conn, statement, query).result()
-
-
 def pending_search(
     conn: Connection, statement: sql.Composed, query: SearchQuery
 ) -> Pending[list[Hit]]:
-    """:func:`run`, sent now and read later (db/pending.py)."""
-    cursor = send_search(conn, statement, query)
+    """Send a search statement (text or vector) now; its hits are read later (in a pipeline:
+    once synchronised, db/pending.py)."""
+    cursor = conn.cursor(row_factory=class_row(Hit)).execute(statement, query.params())
 
     def hits() -> list[Hit]:
         with cursor:
             return cursor.fetchall()
 
     return Pending(hits)
-
-
-def send_search(conn: Connection, statement: sql.Composed, query: SearchQuery) -> Cursor[Hit]:
-    """Send a search statement; its cursor reads the hits (in a pipeline: once synchronised)."""
-    return conn.cursor(row_factory=class_row(Hit)).execute(statement, query.params())
 
 
 def text_search(

@@ -19,7 +19,7 @@ from context_ledger.local.embeddings_server import StandInEmbeddingsServer, serv
 from context_ledger.search import pgvector_backend
 from context_ledger.search.bm25 import K1, B, idf
 from context_ledger.search.candidates import Candidate, find_candidates
-from context_ledger.search.exact import exact_search
+from context_ledger.search.exact import pending_exact_search
 from context_ledger.search.fulltext import SearchQuery
 from context_ledger.search.hybrid import rank
 from context_ledger.search.vectors import index_name
@@ -406,8 +406,8 @@ def test_the_sql_function_and_pgvector_compute_the_same_exact_hits(org, embedder
     scope = SearchQuery(org.id, [source], query, vector, limit=10)
 
     with connection() as conn:
-        by_function = exact_search(conn, scope, pgvector=False)
-        by_pgvector = exact_search(conn, scope, pgvector=True)
+        by_function = pending_exact_search(conn, scope, pgvector=False).result()
+        by_pgvector = pending_exact_search(conn, scope, pgvector=True).result()
 
     assert len(by_function) == 10
     assert {h.chunk_id for h in by_function} == {h.chunk_id for h in by_pgvector}

@@ -70,16 +70,12 @@ def similarity_sql(dimensions: int, *, pgvector: bool, table: str = "c") -> sql.
     )
 
 
-def exact_search(conn: Connection, query: SearchQuery, *, pgvector: bool) -> list[Hit]:
-    """The ``query.limit`` searchable chunks most similar to ``query.vector``, with their text
-    ranks, in no particular order. ``pgvector`` picks the way to compute (:func:`uses_pgvector`)."""
-    return pending_exact_search(conn, query, pgvector=pgvector).result()
-
-
 def pending_exact_search(
     conn: Connection, query: SearchQuery, *, pgvector: bool
 ) -> Pending[list[Hit]]:
-    """:func:`exact_search`, sent now and read later (db/pending.py)."""
+    """The ``query.limit`` searchable chunks most similar to ``query.vector``, with their text
+    ranks, in no particular order, sent now and read later (db/pending.py). ``pgvector`` picks
+    the way to compute (:func:`uses_pgvector`)."""
     dimensions = vector_dimensions(query)
     hits = _SEARCH.format(
         similarity=similarity_sql(dimensions, pgvector=pgvector),

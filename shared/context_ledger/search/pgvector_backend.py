@@ -100,25 +100,16 @@ def _ensure_index(conn: Connection, dimensions: int) -> None:
         _indexed.add(key)
 
 
-def hnsw_search(conn: Connection, query: SearchQuery, *, ef_search: int) -> list[Hit]:
-    """About the ``query.limit`` searchable chunks nearest to ``query.vector``, with their text
-    ranks, in no particular order, exploring ``ef_search`` candidates at a time.
-
-    Raises PgvectorUnavailableError when the database has no pgvector.
-    """
-    # One round trip, one transaction: the settings and the search are sent together,
-    # synchronised once as the block ends, and read after it (db/pending.py).
-    with pgvector_errors(), conn.pipeline():
-        hits = pending_hnsw_search(conn, query, ef_search=ef_search)
-    return hits.result()
-
-
 def pending_hnsw_search(
     conn: Connection, query: SearchQuery, *, ef_search: int
 ) -> Pending[list[Hit]]:
-    """:func:`hnsw_search`, sent now and read later: inside a pipeline, whose transaction the
-    settings apply to, within :func:`pgvector_errors`. The first search of a dimension in this
-    process first ensures its index, at once."""
+    """About the ``query.limit`` searchable chunks nearest to ``query.vector``, with their text
+    ranks, in no particular order, exploring ``ef_search`` candidates at a time; sent now and
+    read later (db/pending.py).
+
+    Send it inside a pipeline, whose one transaction the settings apply to, within
+    :func:`pgvector_errors`: without pgvector it raises PgvectorUnavailableError. The first
+    search of a dimension in this process first ensures its index, at once."""
     dimensions = vector_dimensions(query)
     _ensure_index(conn, dimensions)
     if not query.versions:

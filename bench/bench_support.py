@@ -119,3 +119,54 @@ class Stats:
             f"{self.p50:>7.{digits}f}/{self.p95:<7.{digits}f} "
             f"{self.p99:>7.{digits}f}/{self.mean:<7.{digits}f}"
         )
+
+
+def template_log_level() -> str:
+    """The functions' log level in a deployment (the template's ``LogLevel`` default): benches
+    that run the functions run them at it, so a log call that fails only at INFO fails here."""
+    return read_template(TEMPLATE).resolver.parameters["LogLevel"]
+
+
+class ServiceLog:
+    """The service's log lines, written to a file rather than the terminal (the formatting cost
+    stays, as in production) and counted by level at the end.
+
+    Call :meth:`capture` after the functions' loggers exist (the runtime has started), in every
+    process that runs functions, each with a file of its own.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def capture(self, name: str) -> Path:
+        """Send this process's service log to ``<directory>/<name>.log``."""
+        import logging
+
+        from context_ledger.log import logger
+
+        path = self.directory / f"{name}.log"
+        sink = path.open("a", buffering=1)  # lives as long as the process
+        for handler in logging.getLogger(logger.service).handlers:
+            if isinstance(handler, logging.StreamHandler):
+                handler.setStream(sink)
+        return path
+
+    def summary(self) -> str:
+        """``N lines (INFO a, ERROR b)``, and the most frequent ERROR/CRITICAL messages."""
+        levels: dict[str, int] = {}
+        errors: dict[str, int] = {}
+        for path in sorted(self.directory.glob("*.log")):
+            for line in path.read_text(errors="replace").splitlines():
+                try:
+                    entry = json.loads(line)
+                    level, message = str(entry.get("level")), str(entry.get("message"))
+                except (ValueError, AttributeError):
+                    level, message = "UNSTRUCTURED", line[:120]
+                levels[level] = levels.get(level, 0) + 1
+                if level in ("ERROR", "CRITICAL", "UNSTRUCTURED"):
+                    errors[message] = errors.get(message, 0) + 1
+        counted = ", ".join(f"{level} {count}" for level, count in sorted(levels.items()))
+        lines = [f"service log: {sum(levels.values())} lines ({counted or 'none'})"]
+        top = sorted(errors.items(), key=lambda item: -item[1])[:5]
+        lines += [f"  {count:>6} x {message}" for message, count in top]
+        return "\n".join(lines)

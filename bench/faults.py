@@ -67,6 +67,7 @@ from load import (  # bench/ is the script's folder, first on sys.path
     Reconciliation,
     Sample,
     WriterGroup,
+    delivery_line,
     drain,
     percentile,
     reconcile,
@@ -554,7 +555,7 @@ def own_postgres() -> Iterator[Any]:
 
 def run(args: argparse.Namespace, server: Any, database_url: str) -> bool:
     import boto3
-    from gateway import silence_log_output  # bench/gateway.py
+    from bench_support import ServiceLog
 
     from context_ledger.auth.local_keys import ensure_local_keys
     from context_ledger.local.provider_server import serve_provider
@@ -575,6 +576,8 @@ def run(args: argparse.Namespace, server: Any, database_url: str) -> bool:
     schedule = Schedule(args.before_seconds, args.outage_seconds, args.after_seconds)
     home = Path(tempfile.mkdtemp(prefix="ctxl-faults-home-"))
     keys = ensure_local_keys(home)
+    service_log = ServiceLog(home / "logs")
+    service_log.directory.mkdir()
     sqs = SqsEndpoint()
     sqs.start()
     with ExitStack() as stack:
@@ -586,7 +589,7 @@ def run(args: argparse.Namespace, server: Any, database_url: str) -> bool:
             home, keys, database_url, embeddings.server.url, provider.url, args.pool_max
         )
         runtime = stack.enter_context(LocalRuntime(TEMPLATE, port=0, env=env, sqs_endpoint=sqs.url))
-        silence_log_output()
+        service_log.capture("runtime")
         # A line (or a traceback) per failed poll, connect and batch otherwise; the figures
         # below say what failed.
         for name in ("context_ledger.local.queues", "psycopg.pool"):
@@ -614,7 +617,7 @@ def run(args: argparse.Namespace, server: Any, database_url: str) -> bool:
         seeded, watch, dlq, lag = seed_and_watch(
             runtime, keys, database_url, memories=args.memories, started=started
         )
-        with writer_processes(runtime, args.writers) as writers:
+        with writer_processes(runtime, args.writers, service_log.directory) as writers:
             chosen = [faults(server, sqs, embeddings, writers, settings)[f] for f in args.faults]
             seconds = WARMUP_SECONDS + len(chosen) * args.repetitions * schedule.slot + 5.0
             plan = LoadPlan(
@@ -634,11 +637,13 @@ def run(args: argparse.Namespace, server: Any, database_url: str) -> bool:
             watch.phase = "drain"
             print(f"[{time.perf_counter() - started:6.0f} s] waiting for the queue to drain")
             drained = drain(watch, lag, args.drain_timeout)
+            deliveries = delivery_line(runtime, writers, dlq)
         watch.stop()
         lag.stop()
         found = evidence(seeded.org_id, phase.attribution_ids, dlq)
         print(f"[{time.perf_counter() - started:6.0f} s] verifying the chains")
         chains = verify_chains()
+        logs = service_log.summary()
 
     samples = phase.samples
     print(
@@ -663,9 +668,11 @@ def run(args: argparse.Namespace, server: Any, database_url: str) -> bool:
         f"attribution entries in the chain, {found.rows} attribution ids); records of "
         f"retrievals not answered 200: {found.extra_records}"
     )
+    print(deliveries)
     for chain, ok, checked, reason in chains:
         print(f"chain {chain}: {'ok' if ok else f'FAILED ({reason})'}, {checked} entries checked")
     chains_ok = bool(chains) and all(ok for _, ok, _, _ in chains)
+    print(logs)
     print(f"total {time.perf_counter() - started:.0f} s")
     return drained and chains_ok and counts.ok and found.lost == 0 and found.duplicates == 0
 
@@ -711,7 +718,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.writers < 1:
         parser.error("--writers must be at least 1 (the writer fault kills one)")
     os.environ.setdefault("KEYSTONE_ENVIRONMENT", "local")
-    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    from bench_support import template_log_level
+
+    os.environ["POWERTOOLS_LOG_LEVEL"] = template_log_level()
     from ingest import scratch_database
 
     with own_postgres() as server, scratch_database() as url:

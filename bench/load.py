@@ -405,15 +405,18 @@ class WriterPlan:
     queue_url: str
     region: str
     sqs_endpoint: str
+    log_dir: str
 
 
-def run_writer(plan: WriterPlan, stop: Any, busy: Any) -> None:
+def run_writer(plan: WriterPlan, index: int, stop: Any, busy: Any, counts: Any) -> None:
     """Child process entry: Lambda's event source mapping for the attribution writer, as the
     runtime's own poller does it, in a process of its own (as a concurrent Lambda would be).
-    ``busy`` (a shared int) holds the size of the batch being processed, 0 between batches."""
+    ``busy`` (a shared int) holds the size of the batch being processed, 0 between batches;
+    ``counts`` (two shared ints) the messages received and redelivered so far."""
     import logging
 
     import boto3
+    from bench_support import ServiceLog
 
     from context_ledger.local.invoker import Invoker
     from context_ledger.local.queues import LocalQueue, QueuePoller
@@ -437,6 +440,8 @@ def run_writer(plan: WriterPlan, stop: Any, busy: Any) -> None:
         arn["Attributes"]["QueueArn"],
     )
     invoker = Invoker({function.logical_id: function}, region=plan.region)
+    invoker.handler(function)  # imported now, so that its logger exists to be captured
+    ServiceLog(Path(plan.log_dir)).capture(f"writer-{index}")
 
     def invoke(name: str, event: Any) -> Any:
         busy.value = len(event["Records"])
@@ -444,6 +449,8 @@ def run_writer(plan: WriterPlan, stop: Any, busy: Any) -> None:
             return invoker.invoke(name, event)
         finally:
             busy.value = 0
+            counts[0] = sum(poller.counts.received for poller in pollers)
+            counts[1] = sum(poller.counts.redelivered for poller in pollers)
 
     pollers = [
         QueuePoller(
@@ -472,30 +479,39 @@ class WriterGroup:
     Each writer has a stop event of its own: setting an event waits for every process waiting
     on it to wake, and a writer killed with SIGKILL never does."""
 
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: Any, log_dir: Path) -> None:
         self._context = multiprocessing.get_context("spawn")
         self._stops: list[Any] = []
         self._plan = WriterPlan(
             queue_url=runtime.queue_url(ATTRIBUTION_QUEUE),
             region=runtime.region,
             sqs_endpoint=runtime.sqs_endpoint,
+            log_dir=str(log_dir),
         )
         self.processes: list[Any] = []
         self.busy: list[Any] = []
+        self._counts: list[Any] = []
 
     def add(self) -> int:
         """Start one more writer; returns its index."""
         busy = self._context.Value("i", 0, lock=False)  # one writer; a lock could die with it
+        counts = self._context.Array("q", 2, lock=False)
         stop = self._context.Event()
         index = len(self.processes)
         writer = self._context.Process(
-            target=run_writer, args=(self._plan, stop, busy), name=f"writer-{index}"
+            target=run_writer, args=(self._plan, index, stop, busy, counts), name=f"writer-{index}"
         )
         writer.start()
         self.processes.append(writer)
         self.busy.append(busy)
+        self._counts.append(counts)
         self._stops.append(stop)
         return index
+
+    def delivery_counts(self) -> tuple[int, int]:
+        """Messages the writers received, and how many of those were redeliveries (a killed
+        writer's counts stay, up to its last finished batch)."""
+        return sum(c[0] for c in self._counts), sum(c[1] for c in self._counts)
 
     def stop(self) -> None:
         for writer, stop in zip(self.processes, self._stops, strict=True):
@@ -506,15 +522,29 @@ class WriterGroup:
 
 
 @contextmanager
-def writer_processes(runtime: Any, count: int) -> Iterator[WriterGroup]:
+def writer_processes(runtime: Any, count: int, log_dir: Path) -> Iterator[WriterGroup]:
     """``count`` more writers on the attribution queue while in the block."""
-    group = WriterGroup(runtime)
+    group = WriterGroup(runtime, log_dir)
     for _ in range(count):
         group.add()
     try:
         yield group
     finally:
         group.stop()
+
+
+def delivery_line(runtime: Any, writers: WriterGroup, dlq: QueueWatch) -> str:
+    """The attribution queue's delivery record: dead-letter depth and redeliveries, over the
+    runtime's own poller and the writer processes (read before the runtime stops)."""
+    own = runtime.delivery_counts(ATTRIBUTION_QUEUE)
+    received, redelivered = writers.delivery_counts()
+    visible, in_flight = dlq.counts()
+    redelivered += own.redelivered
+    return (
+        f"dead-letter queue depth {visible + in_flight}; redeliveries {redelivered} of "
+        f"{own.received + received} messages received (runtime poller and "
+        f"{len(writers.processes)} writer processes)"
+    )
 
 
 # --- what is watched during the load ----------------------------------------------------------
@@ -893,8 +923,7 @@ def runtime_env(
 
 
 def run(args: argparse.Namespace, database_url: str) -> bool:
-    from bench_support import scratch_dir
-    from gateway import silence_log_output  # bench/gateway.py
+    from bench_support import ServiceLog, scratch_dir
 
     from context_ledger.auth.local_keys import ensure_local_keys
     from context_ledger.local.runtime import LocalRuntime
@@ -902,12 +931,13 @@ def run(args: argparse.Namespace, database_url: str) -> bool:
     started = time.perf_counter()
     home = scratch_dir("ctxl-load-home-")
     keys = ensure_local_keys(home)
+    service_log = ServiceLog(scratch_dir("ctxl-load-logs-"))
     with stand_ins() as (embeddings_url, provider_url):
         env = runtime_env(
             home, keys, database_url, embeddings_url, provider_url, pool_max=args.pool_max
         )
         with LocalRuntime(TEMPLATE, port=0, env=env) as runtime:
-            silence_log_output()
+            service_log.capture("runtime")
             print(
                 f"[{time.perf_counter() - started:6.0f} s] runtime on {runtime.url} (database "
                 f"pool {args.pool_max} connections, {args.writers} more writer processes); "
@@ -917,7 +947,7 @@ def run(args: argparse.Namespace, database_url: str) -> bool:
                 runtime, keys, database_url, memories=args.memories, started=started
             )
             phases = []
-            with writer_processes(runtime, args.writers):
+            with writer_processes(runtime, args.writers, service_log.directory) as writers:
                 for phase, clients, seconds in [
                     ("baseline", 1, args.baseline_seconds),
                     ("load", args.clients, args.seconds),
@@ -935,6 +965,7 @@ def run(args: argparse.Namespace, database_url: str) -> bool:
                 watch.phase = "drain"
                 print(f"[{time.perf_counter() - started:6.0f} s] waiting for the queue to drain")
                 drained = drain(watch, lag, args.drain_timeout)
+                deliveries = delivery_line(runtime, writers, dlq)
             watch.stop()
             lag.stop()
             attribution_ids = [a for phase in phases for a in phase.attribution_ids]
@@ -954,9 +985,11 @@ def run(args: argparse.Namespace, database_url: str) -> bool:
         f"{counts.records + counts.dead_letters}; ids answered without a record {counts.missing}"
         f" -> {'OK' if counts.ok else 'FAILED'}"
     )
+    print(deliveries)
     for chain, ok, checked, reason in chains:
         print(f"chain {chain}: {'ok' if ok else f'FAILED ({reason})'}, {checked} entries checked")
     chains_ok = bool(chains) and all(ok for _, ok, _, _ in chains)
+    print(service_log.summary())
     internal_errors = sum(1 for phase in phases for s in phase.samples if s[2] == 500)
     print(f"internal errors (500): {internal_errors}")
     print(f"total {time.perf_counter() - started:.0f} s")
@@ -994,8 +1027,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.clients < 1 or args.seconds <= 0 or args.baseline_seconds <= 0 or args.memories < 1:
         parser.error("--clients, --seconds, --baseline-seconds and --memories must be positive")
     os.environ.setdefault("KEYSTONE_ENVIRONMENT", "local")
-    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-    from ingest import scratch_database  # bench/ is the script's folder, first on sys.path
+    from bench_support import template_log_level  # bench/ is the script's folder, on sys.path
+
+    os.environ["POWERTOOLS_LOG_LEVEL"] = template_log_level()
+    from ingest import scratch_database
 
     with scratch_database() as url:
         ok = run(args, url)

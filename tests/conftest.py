@@ -23,7 +23,15 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "context-ledger-tests")
-os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+
+from context_ledger.local.template import read_template
+
+# The functions run at the template's log level (INFO), never a quieter one: a log call that
+# raises only when its level is enabled (the writer's ``created=`` did, at INFO) must fail here.
+# Set before any logger is made, so every module's logger sees it.
+os.environ["POWERTOOLS_LOG_LEVEL"] = read_template(
+    Path(__file__).resolve().parents[1] / "template.yaml"
+).resolver.parameters["LogLevel"]
 
 from api_support import TEMPLATE, empty_database, runtime_env
 

@@ -135,6 +135,6 @@ def record_handler(record: SQSRecord) -> AppendResult:
         recordId=str(event.record_id),
         chain=event.chain,
         seq=result.seq,
-        created=result.created,
+        newEntry=result.created,
     )
     return result

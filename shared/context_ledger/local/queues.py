@@ -36,6 +36,21 @@ POLL_WAIT_SECONDS = 1
 ERROR_PAUSE_SECONDS = 1.0
 
 
+@dataclass
+class DeliveryCounts:
+    """What a poller received: messages, and how many of them were a second or later delivery
+    (a failed message, or one whose batch outlasted the visibility timeout, comes back)."""
+
+    received: int = 0
+    redelivered: int = 0
+
+    def add(self, messages: list[dict[str, Any]]) -> None:
+        self.received += len(messages)
+        self.redelivered += sum(
+            int(m.get("Attributes", {}).get("ApproximateReceiveCount", "1")) > 1 for m in messages
+        )
+
+
 @dataclass(frozen=True)
 class LocalQueue:
     logical_id: str
@@ -96,10 +111,16 @@ class QueuePoller:
         self._queue = queue
         self._invoke = invoke
         self._region = region
+        #: updated by the poller's thread only; read by whoever reports on the queue
+        self.counts = DeliveryCounts()
         self._stopping = threading.Event()
         self._thread = threading.Thread(
             target=self._run, name=f"sqs-{function.logical_id}-{source.event}", daemon=True
         )
+
+    @property
+    def queue(self) -> LocalQueue:
+        return self._queue
 
     def start(self) -> None:
         self._thread.start()
@@ -147,6 +168,7 @@ class QueuePoller:
         return batch
 
     def _process(self, messages: list[dict[str, Any]]) -> None:
+        self.counts.add(messages)
         event = {
             "Records": [
                 sqs_record(m, queue_arn=self._queue.arn, region=self._region) for m in messages

@@ -35,7 +35,13 @@ from context_ledger.db import close_pool
 from context_ledger.local.events import ApiInfo
 from context_ledger.local.gateway import Gateway
 from context_ledger.local.invoker import Invoker
-from context_ledger.local.queues import LocalQueue, QueuePoller, create_queues, delete_queues
+from context_ledger.local.queues import (
+    DeliveryCounts,
+    LocalQueue,
+    QueuePoller,
+    create_queues,
+    delete_queues,
+)
 from context_ledger.local.routes import RouteTable
 from context_ledger.local.schedules import Scheduler
 from context_ledger.local.server import LocalHttpServer
@@ -140,6 +146,15 @@ class LocalRuntime:
     def queue_url(self, logical_id: str) -> str:
         """The local URL of a template queue, by logical id."""
         return self._queues[logical_id].url
+
+    def delivery_counts(self, logical_id: str) -> DeliveryCounts:
+        """What this runtime's pollers of a template queue received, and how much of it again."""
+        total = DeliveryCounts()
+        for poller in self._pollers:
+            if poller.queue.logical_id == logical_id:
+                total.received += poller.counts.received
+                total.redelivered += poller.counts.redelivered
+        return total
 
     def invoke(self, function_name: str, event: dict[str, Any]) -> Any:
         """Invoke a function (logical id or CodeUri folder) with ``event``; returns its result."""

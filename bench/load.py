@@ -771,7 +771,9 @@ def reconcile(org_id: uuid.UUID, attribution_ids: Sequence[str], dlq: QueueWatch
 
 
 def verify_chains() -> list[tuple[str, bool, int, str | None]]:
-    """Every chain verified from seq 1: (chain, ok, entries checked, reason)."""
+    """Every chain verified from seq 1, lookup rows included: (chain, ok, entries checked,
+    reason)."""
+    from context_ledger.attribution.index_check import check_lookup_rows
     from context_ledger.db import connection
     from context_ledger.evidence.keys import get_key_ring
     from context_ledger.evidence.verify_job import list_chains, verify_chain
@@ -782,8 +784,10 @@ def verify_chains() -> list[tuple[str, bool, int, str | None]]:
     results = []
     for chain in chains:
         with connection() as conn:
-            result = verify_chain(conn, chain=chain, keys=keys, full=True).result
-        results.append((chain, result.ok, result.checked, result.reason))
+            verified = verify_chain(
+                conn, chain=chain, keys=keys, full=True, index_check=check_lookup_rows
+            )
+        results.append((chain, verified.ok, verified.result.checked, verified.reason))
     return results
 
 

@@ -184,6 +184,7 @@ def _cmd_provider_server(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
+    from context_ledger.attribution.index_check import check_lookup_rows
     from context_ledger.db import connection
     from context_ledger.evidence.chain import org_chain
     from context_ledger.evidence.keys import get_key_ring
@@ -200,15 +201,20 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     failed = 0
     for chain in chains:
         with connection() as conn:
-            result = verify_chain(conn, chain=chain, keys=keys, full=args.full).result
-        if result.ok:
-            print(f"{chain}: ok, {result.checked} entries checked")
+            verified = verify_chain(
+                conn, chain=chain, keys=keys, full=args.full, index_check=check_lookup_rows
+            )
+        checked = verified.result.checked
+        if verified.ok:
+            print(f"{chain}: ok, {checked} entries checked")
         else:
             failed += 1
             print(
-                f"{chain}: FAILED at seq {result.first_bad_seq} ({result.reason}), "
-                f"{result.checked} entries checked before it"
+                f"{chain}: FAILED at seq {verified.first_bad_seq} ({verified.reason}), "
+                f"{checked} entries checked"
             )
+            for problem in verified.index_problems:
+                print(f"  {problem.table} {problem.key} (seq {problem.seq}): {problem.problem}")
     print(f"{len(chains)} chains verified, {failed} failed")
     return 1 if failed else 0
 

@@ -134,7 +134,9 @@ class Settings(BaseSettings):
     # --- evidence chain and attribution --------------------------------------------------------
     evidence_hmac_secret_arn: str | None = _env("KEYSTONE_EVIDENCE_HMAC_SECRET_ARN")
     evidence_hmac_key: str | None = _env("KEYSTONE_EVIDENCE_HMAC_KEY", repr=False)
-    evidence_key_id: str = _env("KEYSTONE_EVIDENCE_KEY_ID", "local-1", pattern=r"^[\w.:-]{1,64}$")
+    # The template's EvidenceKeyId default too, so a chain written by the functions and one
+    # checked by the CLI name the same key unless someone sets both.
+    evidence_key_id: str = _env("KEYSTONE_EVIDENCE_KEY_ID", "k1", pattern=r"^[\w.:-]{1,64}$")
     attribution_queue_url: str | None = _env("KEYSTONE_ATTRIBUTION_QUEUE_URL")
     # Signed checkpoints outside the database (evidence.checkpoint_store): an S3 bucket, or
     # locally a directory (default CONTEXT_LEDGER_HOME/checkpoints).
@@ -144,6 +146,11 @@ class Settings(BaseSettings):
     evidence_checkpoint_dir: Path | None = _env("KEYSTONE_EVIDENCE_CHECKPOINT_DIR")
     evidence_checkpoint_every: int = _env(
         "KEYSTONE_EVIDENCE_CHECKPOINT_EVERY", 1000, ge=1, le=1_000_000
+    )
+    # The writer also checkpoints a chain it has not checkpointed for this long; entries newer
+    # than the newest checkpoint are the window in which a cut tail goes unnoticed.
+    evidence_checkpoint_seconds: float = _env(
+        "KEYSTONE_EVIDENCE_CHECKPOINT_SECONDS", 60.0, ge=1, le=86_400
     )
 
     # --- context API (spec: retrieval-and-attribution) ----------------------------------------

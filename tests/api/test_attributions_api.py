@@ -261,3 +261,35 @@ def test_linking_an_unknown_or_malformed_attribution_is_404(api, alice) -> None:
     for attribution_id in (str(uuid.uuid4()), "not-a-uuid"):
         response = link(api, alice, attribution_id, "chatcmpl-3")
         assert error_of(response) == (404, "context.attribution.not_found")
+
+
+def test_a_lookup_row_given_another_owner_hands_that_user_nothing_and_verify_reports_it(
+    api, org, token, admin_headers, retrieval
+) -> None:
+    """Someone with the database edits the lookup row's owner to bob: the chain entry says
+    alice, so bob gets the 404 of a record that does not exist, and verification names the row."""
+    bob = bearer(token(org, "bob"))
+    with connection() as conn:
+        conn.execute(
+            "UPDATE attributions SET user_id = 'bob' WHERE attribution_id = %s",
+            (retrieval.attribution_id,),
+        )
+
+    by_id = api.get(f"{BY_ID}/{retrieval.attribution_id}", headers=bob)
+    by_request = api.get(f"{BY_REQUEST}/{retrieval.request_id}", headers=bob)
+    verified = api.get(
+        "/api/v1/observability/chain/verify", headers=admin_headers, params={"full": "true"}
+    ).json()
+
+    assert error_of(by_id) == (404, "context.attribution.not_found")
+    assert error_of(by_request) == (404, "context.attribution.not_found")
+    assert "bob" not in by_id.text
+    assert (verified["ok"], verified["firstBadSequence"]) == (False, 1)
+    assert verified["lookupProblems"] == [
+        {
+            "table": "attributions",
+            "key": retrieval.attribution_id,
+            "sequence": 1,
+            "problem": "the row's userId differs from the entry's",
+        }
+    ]

@@ -70,6 +70,7 @@ def test_a_clean_chain_verifies_and_is_checkpointed(api, org, auditor, evidence)
         "checked": 3,
         "firstBadSequence": None,
         "reason": None,
+        "lookupProblems": [],
     }
     assert (again.json()["checked"], again.json()["checkpoint"]["sequence"]) == (0, 3)
     assert (full.json()["ok"], full.json()["checked"]) == (True, 3)

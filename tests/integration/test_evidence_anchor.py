@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -16,6 +17,7 @@ from evidence_support import key_ring_from_env
 from psycopg.rows import dict_row
 
 from context_ledger.attribution.writer import record_handler
+from context_ledger.evidence import checkpoint_store
 from context_ledger.evidence.anchor import (
     INVALID_CHECKPOINT,
     REWRITTEN,
@@ -34,7 +36,12 @@ from context_ledger.evidence.checkpoint_store import (
     sign_checkpoint,
 )
 from context_ledger.evidence.keys import KeyRing
-from context_ledger.evidence.verify_job import ChainVerification, verify_all_chains, verify_chain
+from context_ledger.evidence.verify_job import (
+    ChainVerification,
+    verify_all_chains,
+    verify_chain,
+    verify_recent_chains,
+)
 from context_ledger.settings import get_settings
 
 ORG = uuid.UUID("00000000-0000-4000-8000-0000000000ab")
@@ -211,7 +218,7 @@ class _BrokenStore:
     def __init__(self, *, reads: bool) -> None:
         self.reads = reads
 
-    def latest(self, chain: str) -> SignedCheckpoint | None:
+    def latest(self, chain: str, *, verified: bool = False) -> SignedCheckpoint | None:
         if not self.reads:
             raise CheckpointStoreError("cannot read checkpoint: AccessDenied")
         return None
@@ -262,10 +269,12 @@ def test_a_chain_only_the_store_remembers_is_verified_and_fails(
     ]
 
 
-def test_the_writer_checkpoints_every_n_appends_after_its_commit(
+def test_the_writer_checkpoints_its_first_append_then_every_n_appends_after_its_commit(
     db: str, keys: KeyRing, store: FileCheckpointStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KEYSTONE_EVIDENCE_CHECKPOINT_EVERY", "4")
+    monkeypatch.setenv("KEYSTONE_EVIDENCE_CHECKPOINT_SECONDS", "3600")
+    monkeypatch.setattr(checkpoint_store, "_last_written", {})  # a new process
     get_settings.cache_clear()
     with psycopg.connect(db) as conn:
         org_id = conn.execute("INSERT INTO organisations (name) VALUES ('W') RETURNING id")
@@ -282,7 +291,7 @@ def test_the_writer_checkpoints_every_n_appends_after_its_commit(
         latest = store.latest(org_chain(org_id))
         seen.append(None if latest is None else latest.seq)
 
-    assert seen == [None, None, None, 4, 4, 4, 4, 8, 8]
+    assert seen == [1, 1, 1, 4, 4, 4, 4, 8, 8]
     assert store.latest(org_chain(org_id)).kind == APPENDED
 
 
@@ -308,4 +317,147 @@ def test_the_daily_job_against_a_bucket_catches_a_restored_database(
         {"chain": CHAIN, "checked": 0, "firstBadSeq": 7, "reason": TRUNCATED}
     ]
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]]
-    assert keys == [object_name(CHAIN, 10), object_name(CHAIN, 6)]
+    assert keys == [
+        object_name(CHAIN, 10),
+        object_name(CHAIN, 6),
+        object_name(CHAIN, 10, verified=True),
+        object_name(CHAIN, 6, verified=True),
+    ]
+
+
+# --- a cut tail (issue: checkpoints came only every 1,000 appends) ------------------------------
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _cut_tail(db: str, keep: int) -> None:
+    """Delete the newest entries and move the head back: all the database's own checks pass."""
+    _sql(db, "DELETE FROM evidence_chain WHERE chain = %s AND seq > %s", (CHAIN, keep))
+    _sql(
+        db,
+        "UPDATE evidence_chain_heads AS h SET seq = e.seq, mac = e.mac FROM evidence_chain AS e"
+        " WHERE h.chain = %s AND e.chain = h.chain AND e.seq = %s",
+        (CHAIN, keep),
+    )
+
+
+def _append_as_the_writer(db: str, keys: KeyRing, store: FileCheckpointStore, n: int) -> None:
+    """Appends followed by the writer's checkpoint rule, as record_handler runs it."""
+    for i in range(n):
+        with psycopg.connect(db, row_factory=dict_row) as conn:
+            result = append(
+                conn,
+                chain=CHAIN,
+                category="test",
+                record_id=uuid.uuid4(),
+                org_id=ORG,
+                record={"n": i},
+                keys=keys,
+            )
+            conn.commit()
+        checkpoint_store.checkpoint_if_due(
+            chain=CHAIN, seq=result.seq, mac=result.mac, keys=keys, store=store
+        )
+
+
+def test_the_writer_checkpoints_a_chain_it_has_not_checkpointed_for_the_interval(
+    keys: KeyRing, store: FileCheckpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KEYSTONE_EVIDENCE_CHECKPOINT_SECONDS", "60")
+    monkeypatch.setattr(checkpoint_store, "_last_written", {})
+    get_settings.cache_clear()
+    clock = iter([1000.0, 1010.0, 1059.0, 1060.5, 1061.0])
+    written = [
+        checkpoint_store.checkpoint_if_due(
+            chain=CHAIN, seq=seq, mac=bytes(32), keys=keys, store=store, now=lambda: next(clock)
+        )
+        for seq in (1, 2, 3, 4, 5)
+    ]
+
+    assert written == [True, False, False, True, False]
+    assert store.latest(CHAIN).seq == 4
+
+
+def test_a_refused_append_checkpoint_is_tried_again_at_the_next_append(
+    keys: KeyRing, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(checkpoint_store, "_last_written", {})
+    broken = _BrokenStore(reads=True)
+
+    assert not checkpoint_store.checkpoint_if_due(
+        chain=CHAIN, seq=1, mac=bytes(32), keys=keys, store=broken
+    )
+    assert CHAIN not in checkpoint_store._last_written
+
+
+def test_a_cut_tail_older_than_the_interval_is_caught_and_never_checkpointed(
+    db: str, keys: KeyRing, store: FileCheckpointStore, check: Callable, monkeypatch
+) -> None:
+    """The reported attack: appends, a verification, more appends, then the newest entries
+    deleted and the head moved back. Every verification now calls it truncation."""
+    monkeypatch.setenv("KEYSTONE_EVIDENCE_CHECKPOINT_SECONDS", "1")
+    monkeypatch.setattr(checkpoint_store, "_last_written", {})
+    get_settings.cache_clear()
+    _append_as_the_writer(db, keys, store, 5)
+    assert check().result.ok
+    time.sleep(1.1)  # the interval passes: the next append is checkpointed by the writer
+    _append_as_the_writer(db, keys, store, 3)
+    assert store.latest(CHAIN).seq == 6
+
+    _cut_tail(db, keep=5)
+    incremental, full = check(), check(full=True)
+
+    assert _outcome(incremental) == (False, 6, TRUNCATED)
+    assert _outcome(full) == (False, 6, TRUNCATED)
+    assert store.latest(CHAIN).seq == 6, "the cut chain was not checkpointed"
+    assert incremental.checkpoint.seq == 5
+
+
+def test_a_forged_checkpoint_row_does_not_shorten_the_incremental_walk(
+    db: str, add: Callable, check: Callable, keys: KeyRing, store: FileCheckpointStore
+) -> None:
+    """The database's checkpoint table is writable by whoever edits entries: a row claiming the
+    head was verified must not let a changed entry before it pass, even where the writer's
+    (unverified) checkpoint of that head agrees with the row."""
+    add(3)
+    assert check().result.ok
+    add(4)
+    with psycopg.connect(db, row_factory=dict_row) as conn:
+        head = conn.execute("SELECT seq, mac FROM evidence_chain_heads").fetchone()
+    store.put(
+        sign_checkpoint(
+            chain=CHAIN, seq=7, mac=bytes(head["mac"]), kind=APPENDED, keys=keys, now=_now()
+        )
+    )
+    _sql(db, "UPDATE evidence_chain SET record = set_byte(record, 3, 32) WHERE seq = 5")
+    _sql(
+        db,
+        "INSERT INTO evidence_checkpoints (chain, seq, mac)"
+        " SELECT chain, seq, mac FROM evidence_chain WHERE chain = %s AND seq = 7",
+        (CHAIN,),
+    )
+
+    # Against the store's verification checkpoints, the table claims a run nobody signed.
+    assert _outcome(check()) == (False, 4, STORE_ROLLED_BACK)
+    assert store.latest(CHAIN, verified=True).seq == 3
+    assert _outcome(check(full=True)) == (False, 5, "mac mismatch")
+
+
+def test_the_sweep_checkpoints_the_last_append_before_a_quiet_spell(
+    db: str, keys: KeyRing, store: FileCheckpointStore, monkeypatch
+) -> None:
+    monkeypatch.setenv("KEYSTONE_EVIDENCE_CHECKPOINT_SECONDS", "3600")
+    monkeypatch.setattr(checkpoint_store, "_last_written", {})
+    get_settings.cache_clear()
+    _append_as_the_writer(db, keys, store, 4)
+    assert store.latest(CHAIN).seq == 1  # the writer's first; the rest wait
+
+    assert verify_recent_chains()["ok"]
+
+    assert (store.latest(CHAIN).seq, store.latest(CHAIN, verified=True).seq) == (4, 4)
+    _cut_tail(db, keep=2)
+    assert verify_recent_chains()["failures"] == [
+        {"chain": CHAIN, "checked": 0, "firstBadSeq": 3, "reason": TRUNCATED}
+    ]

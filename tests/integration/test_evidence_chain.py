@@ -386,7 +386,7 @@ def test_a_checkpoint_lets_verification_start_after_it(conn: psycopg.Connection)
     conn.commit()
     _append(conn, 3)
 
-    result = verify_from_checkpoint(conn, chain=CHAIN, keys=K1)
+    result = verify_from_checkpoint(conn, chain=CHAIN, keys=K1, point=point)
 
     assert point is not None
     assert point.seq == 5
@@ -405,7 +405,8 @@ def test_a_changed_checkpointed_entry_fails_verification_from_the_checkpoint(
 
     tamper("UPDATE evidence_chain SET mac = set_byte(mac, 0, get_byte(mac, 0) # 1) WHERE seq = 5")
 
-    result = verify_from_checkpoint(conn, chain=CHAIN, keys=K1)
+    point = latest_checkpoint(conn, chain=CHAIN)
+    result = verify_from_checkpoint(conn, chain=CHAIN, keys=K1, point=point)
     assert (result.ok, result.first_bad_seq) == (False, 5)
 
 

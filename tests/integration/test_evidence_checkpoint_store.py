@@ -135,7 +135,7 @@ def test_s3_checkpoints_are_json_objects_named_newest_first(sqs_endpoint: str) -
     keys = [o["Key"] for o in client.list_objects_v2(Bucket=store.bucket)["Contents"]]
     head = client.head_object(Bucket=store.bucket, Key=keys[0])
 
-    assert keys == [object_name(CHAIN, 12)]
+    assert keys == [object_name(CHAIN, 12), object_name(CHAIN, 12, verified=True)]
     assert head["ContentType"] == "application/json"
 
 

@@ -17,7 +17,7 @@ from psycopg.rows import dict_row
 
 from context_ledger.evidence.chain import append, org_chain
 from context_ledger.evidence.keys import KeyRing
-from context_ledger.evidence.verify_job import verify_all_chains
+from context_ledger.evidence.verify_job import verify_all_chains, verify_recent_chains
 
 HANDLER = Path(__file__).parents[2] / "functions" / "chain_verify" / "app.py"
 ORG_A = uuid.UUID("00000000-0000-4000-8000-00000000000a")
@@ -106,16 +106,44 @@ def test_every_chain_is_verified_and_checkpointed_at_its_head(
     assert _failure_metric(capsys.readouterr().out) == [0]
 
 
-def test_the_next_run_checks_only_entries_appended_since_the_last_checkpoint(
-    db: str, add: Callable
-) -> None:
+def test_the_daily_run_verifies_every_chain_from_seq_1(db: str, add: Callable) -> None:
     add(ORG_A, 3)
     verify_all_chains()
     add(ORG_A, 2)
 
-    assert verify_all_chains()["checked"] == 2
-    assert verify_all_chains()["checked"] == 0
+    assert verify_all_chains()["checked"] == 5
+    assert verify_all_chains()["checked"] == 5
     assert _checkpoints(db) == [(org_chain(ORG_A), 3), (org_chain(ORG_A), 5)]
+
+
+def test_the_sweep_checks_only_entries_appended_since_the_last_verification_checkpoint(
+    db: str, add: Callable, handler: Callable
+) -> None:
+    add(ORG_A, 3)
+    assert handler({"scope": "recent"}, LAMBDA_CONTEXT)["checked"] == 3
+    add(ORG_A, 2)
+
+    assert handler({"scope": "recent"}, LAMBDA_CONTEXT)["checked"] == 2
+    assert verify_recent_chains()["checked"] == 0
+    assert _checkpoints(db) == [(org_chain(ORG_A), 3), (org_chain(ORG_A), 5)]
+
+
+def test_the_sweep_skips_chains_without_recent_appends(db: str, add: Callable) -> None:
+    add(ORG_A, 2)
+    add(ORG_B, 1)
+    with psycopg.connect(db, autocommit=True) as admin:
+        admin.execute("ALTER TABLE evidence_chain DISABLE TRIGGER evidence_chain_no_update")
+        admin.execute(
+            "UPDATE evidence_chain SET created_at = created_at - interval '2 hours'"
+            " WHERE chain = %s",
+            (org_chain(ORG_B),),
+        )
+        admin.execute("ALTER TABLE evidence_chain ENABLE TRIGGER evidence_chain_no_update")
+
+    summary = verify_recent_chains()
+
+    # B's moved created_at breaks its envelope: only the daily full run would see it.
+    assert (summary["chains"], summary["checked"]) == (1, 2)
 
 
 def test_a_tampered_chain_is_reported_counted_and_not_checkpointed(
@@ -139,9 +167,9 @@ def test_a_tampered_chain_is_reported_counted_and_not_checkpointed(
     assert summary == {
         "ok": False,
         "chains": 2,
-        "checked": 1,
+        "checked": 6,
         "failures": [
-            {"chain": org_chain(ORG_A), "checked": 1, "firstBadSeq": 5, "reason": "mac mismatch"}
+            {"chain": org_chain(ORG_A), "checked": 4, "firstBadSeq": 5, "reason": "mac mismatch"}
         ],
     }
     assert (org_chain(ORG_A), 6) not in _checkpoints(db)

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 import psycopg
 
 from context_ledger.attribution.lookup import (
+    LINK_CATEGORY,
     Attribution,
     AttributionNotFoundError,
     find_attribution,
@@ -23,8 +24,6 @@ from context_ledger.auth.principal import Principal
 from context_ledger.evidence.canonical import format_timestamp
 from context_ledger.evidence.chain import append
 from context_ledger.evidence.keys import KeyRing
-
-CATEGORY = "context_attribution_link"
 
 _LOCK_ATTRIBUTION = """
 SELECT 1 FROM attributions
@@ -58,7 +57,9 @@ def link_response(
     Runs in the caller's transaction. The caller must be the owner or a space admin
     (``lookup.may_act_on``); auditors read but do not link.
     """
-    attribution = find_attribution(conn, org_id=principal.org_id, attribution_id=attribution_id)
+    attribution = find_attribution(
+        conn, org_id=principal.org_id, attribution_id=attribution_id, keys=keys
+    )
     if attribution is None or not may_act_on(conn, principal, attribution):
         raise AttributionNotFoundError()
     return append_link(
@@ -90,7 +91,7 @@ def append_link(
     result = append(
         conn,
         chain=attribution.chain,
-        category=CATEGORY,
+        category=LINK_CATEGORY,
         record_id=link_record_id(attribution.attribution_id, response_id),
         org_id=attribution.org_id,
         record={

@@ -22,7 +22,11 @@ from collections.abc import Callable
 import psycopg
 
 from context_ledger.evidence.chain import MISSING, VerifyResult
-from context_ledger.evidence.checkpoint_store import CheckpointStore, InvalidCheckpointError
+from context_ledger.evidence.checkpoint_store import (
+    CheckpointStore,
+    InvalidCheckpointError,
+    SignedCheckpoint,
+)
 from context_ledger.evidence.keys import KeyRing
 
 TRUNCATED = "truncation against checkpoint"
@@ -57,6 +61,19 @@ def check_anchor(
         anchor = store.latest(chain)
     except InvalidCheckpointError:
         return VerifyResult(chain, False, 0, None, INVALID_CHECKPOINT)
+    return check_checkpoint(conn, chain=chain, keys=keys, anchor=anchor, reload_keys=reload_keys)
+
+
+def check_checkpoint(
+    conn: psycopg.Connection,
+    *,
+    chain: str,
+    keys: KeyRing,
+    anchor: SignedCheckpoint | None,
+    reload_keys: Callable[[], KeyRing] | None = None,
+) -> VerifyResult | None:
+    """The failure when ``chain`` disagrees with the external checkpoint ``anchor`` (or its
+    signature does not verify), else None; no checkpoint, nothing to disagree with."""
     if anchor is None:
         return None
     valid = anchor.signature_valid(keys)

@@ -84,6 +84,17 @@ def org_chain(org_id: uuid.UUID) -> str:
     return f"org:{org_id}"
 
 
+def org_id_of_chain(chain: str) -> uuid.UUID | None:
+    """The organisation whose chain ``chain`` is, or None for a chain of no organisation."""
+    prefix, _, rest = chain.partition(":")
+    if prefix != "org":
+        return None
+    try:
+        return uuid.UUID(rest)
+    except ValueError:
+        return None
+
+
 def entry_mac(key: bytes, *, prev_mac: bytes, seq: int, record: bytes) -> bytes:
     return hmac.digest(key, prev_mac + seq.to_bytes(8, "big") + record, "sha256")
 
@@ -331,6 +342,27 @@ def _check_entry(
     return None
 
 
+def authentic_record(
+    row: dict[str, Any], *, keys: KeyRing, reload_keys: Callable[[], KeyRing] | None = None
+) -> dict[str, Any] | None:
+    """The stored record (with its envelope) of one entry read on its own, or None when the
+    entry is not what a key holder wrote.
+
+    ``row`` holds the entry's columns (``chain``, ``seq``, ``record_id``, ``category``,
+    ``org_id``, ``record``, ``key_id``, ``prev_mac``, ``mac``, ``created_at``). Without its
+    neighbours the link to the previous entry cannot be checked, but the MAC covers the row's own
+    ``prev_mac``, seq and record bytes, and the envelope the columns: no one without the key can
+    make a row that passes, so a reader that serves only what this returns serves evidence.
+    """
+    prev_mac = bytes(row["prev_mac"])
+    problem = _check_entry(row["chain"], row, seq=row["seq"], prev_mac=prev_mac, keys=keys)
+    if problem == UNKNOWN_KEY and reload_keys is not None:
+        problem = _check_entry(
+            row["chain"], row, seq=row["seq"], prev_mac=prev_mac, keys=reload_keys()
+        )
+    return None if problem is not None else decode_record(bytes(row["record"]))
+
+
 _LATEST_CHECKPOINT = """
 SELECT chain, seq, mac FROM evidence_checkpoints
 WHERE chain = %(chain)s
@@ -369,11 +401,16 @@ def verify_from_checkpoint(
     *,
     chain: str,
     keys: KeyRing,
+    point: Checkpoint | None,
     batch: int = 1000,
     reload_keys: Callable[[], KeyRing] | None = None,
 ) -> VerifyResult:
-    """Verify the entries after the latest checkpoint, once the checkpointed entry still matches."""
-    point = latest_checkpoint(conn, chain=chain)
+    """Verify the entries after ``point`` (from seq 1 without one), once the entry at ``point``
+    still has its MAC.
+
+    ``point`` must come from somewhere the database cannot edit (a signed checkpoint of a
+    verification, evidence.verify_job): the entries before it are trusted as stored.
+    """
     from_seq = 1
     if point is not None:
         row = conn.execute(_ENTRY_MAC, {"chain": chain, "seq": point.seq}).fetchone()

@@ -2,15 +2,22 @@
 
 A chain that only checks itself cannot see its own tail cut off, nor the whole database restored
 from an older backup (chain, head and checkpoint tables together): what is left is a shorter,
-perfectly linked chain. So each verification run, and the writer every
-``KEYSTONE_EVIDENCE_CHECKPOINT_EVERY`` appends, also writes the head it knows (chain, seq, MAC,
-key id, time) to a store the database cannot reach, signed with the evidence key, and the next
-verification compares the chain against the newest one (see evidence.anchor).
+perfectly linked chain. So each verification run, and the writer (every
+``KEYSTONE_EVIDENCE_CHECKPOINT_EVERY`` appends, and at most
+``KEYSTONE_EVIDENCE_CHECKPOINT_SECONDS`` after its last checkpoint of a chain), also writes the
+head it knows (chain, seq, MAC, key id, time) to a store the database cannot reach, signed with
+the evidence key, and the next verification compares the chain against the newest one (see
+evidence.anchor). Entries newer than the newest checkpoint can still be cut undetected: that is
+the window, as CloudTrail's digest interval is its own.
 
 Each checkpoint is its own object, never overwritten (``If-None-Match: *``), named
 ``<chain>/<2**63 - 1 - seq, 19 digits>-<seq>.json``: names sort newest first, so the newest is
 one ``ListObjectsV2`` call with ``MaxKeys=1``, concurrent writers cannot regress it, and the
-bucket (versioned, deletes denied) keeps the whole history.
+bucket (versioned, deletes denied) keeps the whole history. A verification's checkpoint is also
+stored under ``<chain>/verified/`` (same naming): the newest one there is where the next
+incremental verification starts. The writer's checkpoints only anchor (they vouch for a head, not
+for the entries before it), and the database's own checkpoint table, which anyone who can write to
+the database can edit, decides nothing.
 
 The signature is ``HMAC-SHA256(key, "context-ledger/checkpoint/v1" 0x00 ‖ RFC 8785 payload)``
 with a key of the evidence key ring: the domain prefix keeps a checkpoint signature from ever
@@ -27,7 +34,10 @@ import hmac
 import json
 import os
 import re
+import threading
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +61,9 @@ SIGNATURE_DOMAIN = b"context-ledger/checkpoint/v1\x00"
 #: head it appended, not verified).
 VERIFIED = "verified"
 APPENDED = "appended"
+
+#: The sub-folder of a chain's folder holding the copies of verification checkpoints.
+VERIFIED_FOLDER = "verified"
 
 _MAX_SEQ = 2**63 - 1  # PostgreSQL bigint
 _NAME = re.compile(r"^(\d{19})-(\d{1,19})\.json$")
@@ -146,11 +159,24 @@ def _sign(key: bytes, payload: dict[str, Any]) -> bytes:
     return hmac.new(key, SIGNATURE_DOMAIN + canonical_bytes(payload), hashlib.sha256).digest()
 
 
-def object_name(chain: str, seq: int) -> str:
-    """``<chain>/<inverted seq>-<seq>.json``: lexical order is newest first."""
+def object_name(chain: str, seq: int, *, verified: bool = False) -> str:
+    """``<chain>/<inverted seq>-<seq>.json`` (under ``verified/`` for a verification's copy):
+    lexical order is newest first."""
     if not 0 < seq <= _MAX_SEQ:
         raise ValueError("a checkpoint seq is a positive bigint")
-    return f"{chain}/{_MAX_SEQ - seq:019d}-{seq}.json"
+    return f"{_prefix(chain, verified)}{_MAX_SEQ - seq:019d}-{seq}.json"
+
+
+def _prefix(chain: str, verified: bool) -> str:
+    return f"{chain}/{VERIFIED_FOLDER}/" if verified else f"{chain}/"
+
+
+def _names(checkpoint: SignedCheckpoint) -> list[str]:
+    """Where a checkpoint is stored: its position, and the verified copy for a verification's."""
+    names = [object_name(checkpoint.chain, checkpoint.seq)]
+    if checkpoint.kind == VERIFIED:
+        names.append(object_name(checkpoint.chain, checkpoint.seq, verified=True))
+    return names
 
 
 def _seq_of(name: str) -> int:
@@ -160,11 +186,13 @@ def _seq_of(name: str) -> int:
     return int(match[2])
 
 
-def _checked(data: bytes, *, chain: str, name: str) -> SignedCheckpoint:
+def _checked(data: bytes, *, chain: str, name: str, verified: bool) -> SignedCheckpoint:
     """The checkpoint in ``data``, which must be the one its name promises."""
     checkpoint = SignedCheckpoint.from_bytes(data)
     if checkpoint.chain != chain or checkpoint.seq != _seq_of(name):
         raise InvalidCheckpointError(f"checkpoint {chain}/{name} holds another chain position")
+    if verified and checkpoint.kind != VERIFIED:
+        raise InvalidCheckpointError(f"checkpoint {chain}/{name} is not a verification's")
     return checkpoint
 
 
@@ -174,8 +202,9 @@ class CheckpointStore(Protocol):
     def put(self, checkpoint: SignedCheckpoint) -> None:
         """Store it; a checkpoint already stored at its seq is left as it is."""
 
-    def latest(self, chain: str) -> SignedCheckpoint | None:
-        """The checkpoint with the highest seq of ``chain``, or None."""
+    def latest(self, chain: str, *, verified: bool = False) -> SignedCheckpoint | None:
+        """The checkpoint with the highest seq of ``chain`` (of a verification, when
+        ``verified``), or None."""
 
     def chains(self) -> list[str]:
         """Every chain with a checkpoint."""
@@ -188,13 +217,17 @@ class FileCheckpointStore:
         self.directory = directory
 
     def put(self, checkpoint: SignedCheckpoint) -> None:
-        path = self.directory / object_name(checkpoint.chain, checkpoint.seq)
+        for name in _names(checkpoint):
+            self._put(self.directory / name, checkpoint.to_bytes())
+
+    @staticmethod
+    def _put(path: Path, data: bytes) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             # O_EXCL: write-once, like the bucket's If-None-Match; a partial file is never read
             # as a checkpoint because the content goes to a temporary name first.
             temporary = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
-            temporary.write_bytes(checkpoint.to_bytes())
+            temporary.write_bytes(data)
             try:
                 os.link(temporary, path)
             except FileExistsError:
@@ -204,8 +237,8 @@ class FileCheckpointStore:
         except OSError as exc:
             raise CheckpointStoreError(f"cannot write checkpoint: {exc.strerror}") from None
 
-    def latest(self, chain: str) -> SignedCheckpoint | None:
-        folder = self.directory / chain
+    def latest(self, chain: str, *, verified: bool = False) -> SignedCheckpoint | None:
+        folder = self.directory / _prefix(chain, verified)
         try:
             names = sorted(name for name in os.listdir(folder) if name.endswith(".json"))
         except FileNotFoundError:
@@ -218,7 +251,7 @@ class FileCheckpointStore:
             data = (folder / names[0]).read_bytes()
         except OSError as exc:
             raise CheckpointStoreError(f"cannot read checkpoint: {exc.strerror}") from None
-        return _checked(data, chain=chain, name=names[0])
+        return _checked(data, chain=chain, name=names[0], verified=verified)
 
     def chains(self) -> list[str]:
         try:
@@ -239,26 +272,31 @@ class S3CheckpointStore:
     def put(self, checkpoint: SignedCheckpoint) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
 
-        try:
-            self.client.put_object(
-                Bucket=self.bucket,
-                Key=object_name(checkpoint.chain, checkpoint.seq),
-                Body=checkpoint.to_bytes(),
-                ContentType="application/json",
-                IfNoneMatch="*",
-            )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "PreconditionFailed":
-                return  # this seq is checkpointed already
-            raise CheckpointStoreError(f"cannot write checkpoint: {_code(exc)}") from None
-        except BotoCoreError as exc:
-            raise CheckpointStoreError(f"cannot write checkpoint: {type(exc).__name__}") from None
+        for key in _names(checkpoint):
+            try:
+                self.client.put_object(
+                    Bucket=self.bucket,
+                    Key=key,
+                    Body=checkpoint.to_bytes(),
+                    ContentType="application/json",
+                    IfNoneMatch="*",
+                )
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") == "PreconditionFailed":
+                    continue  # this seq is checkpointed already
+                raise CheckpointStoreError(f"cannot write checkpoint: {_code(exc)}") from None
+            except BotoCoreError as exc:
+                raise CheckpointStoreError(
+                    f"cannot write checkpoint: {type(exc).__name__}"
+                ) from None
 
-    def latest(self, chain: str) -> SignedCheckpoint | None:
+    def latest(self, chain: str, *, verified: bool = False) -> SignedCheckpoint | None:
         from botocore.exceptions import BotoCoreError, ClientError
 
+        prefix = _prefix(chain, verified)
         try:
-            page = self.client.list_objects_v2(Bucket=self.bucket, Prefix=f"{chain}/", MaxKeys=1)
+            # Under "<chain>/", position names (digits) sort before the "verified/" folder.
+            page = self.client.list_objects_v2(Bucket=self.bucket, Prefix=prefix, MaxKeys=1)
             if not page.get("Contents"):
                 return None
             key = page["Contents"][0]["Key"]
@@ -267,7 +305,7 @@ class S3CheckpointStore:
             raise CheckpointStoreError(f"cannot read checkpoint: {_code(exc)}") from None
         except BotoCoreError as exc:
             raise CheckpointStoreError(f"cannot read checkpoint: {type(exc).__name__}") from None
-        return _checked(data, chain=chain, name=key.removeprefix(f"{chain}/"))
+        return _checked(data, chain=chain, name=key.removeprefix(prefix), verified=verified)
 
     def chains(self) -> list[str]:
         from botocore.exceptions import BotoCoreError, ClientError
@@ -305,19 +343,44 @@ def _s3_store(bucket: str) -> S3CheckpointStore:
     return S3CheckpointStore(bucket, boto3.client("s3"))
 
 
+#: chain -> monotonic time of this process's last checkpoint of it (see checkpoint_if_due)
+_last_written: dict[str, float] = {}
+_last_written_lock = threading.Lock()
+
+
 def checkpoint_if_due(
-    *, chain: str, seq: int, mac: bytes, keys: KeyRing, store: CheckpointStore | None = None
+    *,
+    chain: str,
+    seq: int,
+    mac: bytes,
+    keys: KeyRing,
+    store: CheckpointStore | None = None,
+    now: Callable[[], float] = time.monotonic,
 ) -> bool:
     """After a committed append: store a checkpoint of entry ``seq`` when ``seq`` is a multiple
-    of ``KEYSTONE_EVIDENCE_CHECKPOINT_EVERY``; True when it was stored.
+    of ``KEYSTONE_EVIDENCE_CHECKPOINT_EVERY``, or when this process has not checkpointed the
+    chain for ``KEYSTONE_EVIDENCE_CHECKPOINT_SECONDS`` (a new process does at its first append);
+    True when it was stored.
+
+    So a busy chain is checkpointed every N appends and at least every S seconds of appending.
+    The last append before a quiet spell is covered by the next verification run (the minutely
+    sweep, evidence.verify_job.verify_recent_chains), not by this.
 
     Call it only after the commit, or a rolled-back append would leave a checkpoint the chain
     never held. A redelivered message reaches here again with the same seq, so a store that was
     down is retried. A failure is logged and swallowed: the entry is committed, and the next
     verification checkpoints the chain anyway.
     """
-    if seq % get_settings().evidence_checkpoint_every:
-        return False
+    settings = get_settings()
+    moment = now()
+    with _last_written_lock:
+        last = _last_written.get(chain)
+        due = seq % settings.evidence_checkpoint_every == 0 or (
+            last is None or moment - last >= settings.evidence_checkpoint_seconds
+        )
+        if not due:
+            return False
+        _last_written[chain] = moment  # claimed: a concurrent append of this chain waits S
     try:
         store = store if store is not None else get_checkpoint_store()
         store.put(
@@ -326,6 +389,9 @@ def checkpoint_if_due(
             )
         )
     except CheckpointStoreError as exc:
+        with _last_written_lock:
+            if _last_written.get(chain) == moment:
+                _last_written.pop(chain)  # not written: the next append tries again
         logger.error("append checkpoint not written", chain=chain, seq=seq, error=str(exc))
         return False
     return True

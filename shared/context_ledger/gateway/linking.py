@@ -82,17 +82,17 @@ def may_link(principal: Principal, attribution: Attribution) -> bool:
 
 
 def _records(
-    conn: psycopg.Connection, org_id: uuid.UUID, context_request_id: str
+    conn: psycopg.Connection, org_id: uuid.UUID, context_request_id: str, keys: KeyRing
 ) -> list[Attribution]:
     try:
         attribution_id = uuid.UUID(context_request_id)
     except ValueError:
         attribution_id = None
     if attribution_id is not None:
-        found = find_attribution(conn, org_id=org_id, attribution_id=attribution_id)
+        found = find_attribution(conn, org_id=org_id, attribution_id=attribution_id, keys=keys)
         if found is not None:
             return [found]
-    return find_request_attributions(conn, org_id=org_id, request_id=context_request_id)
+    return find_request_attributions(conn, org_id=org_id, request_id=context_request_id, keys=keys)
 
 
 def _bound(conn: psycopg.Connection) -> None:
@@ -118,12 +118,12 @@ def _attempt(
     while True:
         with connect() as conn:
             _bound(conn)
-            found = _records(conn, principal.org_id, context_request_id)
+            ring = keys()
+            found = _records(conn, principal.org_id, context_request_id, ring)
             if found:
                 allowed = [a for a in found if may_link(principal, a)]
                 if not allowed:
                     return LinkOutcome.DENIED, tuple(a.attribution_id for a in found)
-                ring = keys()
                 for attribution in allowed:
                     append_link(
                         conn,

@@ -82,8 +82,9 @@ class RequestAttributionsResponse(ApiModel):
 )
 async def get_request_attributions(request_id: str, caller: Caller) -> RequestAttributionsResponse:
     request_id = lookup.parse_request_id(request_id)
+    keys = get_key_ring()
     with connection() as conn:
-        found = lookup.request_attributions(conn, caller, request_id)
+        found = lookup.request_attributions(conn, caller, request_id, keys=keys)
     return RequestAttributionsResponse(
         request_id=request_id, records=[AttributionResponse.of(a) for a in found]
     )
@@ -96,8 +97,9 @@ async def get_request_attributions(request_id: str, caller: Caller) -> RequestAt
 )
 async def get_attribution(attribution_id: str, caller: Caller) -> AttributionResponse:
     parsed = lookup.parse_attribution_id(attribution_id)
+    keys = get_key_ring()
     with connection() as conn:
-        found = lookup.get_attribution(conn, caller, parsed)
+        found = lookup.get_attribution(conn, caller, parsed, keys=keys)
     return AttributionResponse.of(found)
 
 

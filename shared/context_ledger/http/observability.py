@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query
 from pydantic import BeforeValidator
 
+from context_ledger.attribution.index_check import check_lookup_rows
 from context_ledger.auth.principal import SCOPE_AUDIT_READ, Principal
 from context_ledger.db import connection
 from context_ledger.errors import ForbiddenError, ValidationFailedError
@@ -42,6 +43,19 @@ class CheckpointResponse(ApiModel):
     created_at: datetime
 
 
+class LookupProblemResponse(ApiModel):
+    """A lookup row (``attributions`` or ``attribution_links``) its chain entry does not back."""
+
+    table: str
+    key: str
+    sequence: int
+    problem: str
+
+
+#: Lookup problems listed in one answer (``reason`` counts them all).
+MAX_LOOKUP_PROBLEMS = 100
+
+
 class VerifyResponse(ApiModel):
     chain: str
     ok: bool
@@ -49,6 +63,7 @@ class VerifyResponse(ApiModel):
     first_bad_sequence: int | None
     reason: str | None
     checkpoint: CheckpointResponse | None
+    lookup_problems: list[LookupProblemResponse]
 
 
 class EvidenceRecord(ApiModel):
@@ -68,14 +83,26 @@ class EvidenceResponse(ApiModel):
 async def verify_org_chain(caller: Auditor, full: bool = False) -> VerifyResponse:
     keys = get_key_ring()
     with connection() as conn:
-        verified = verify_chain(conn, chain=org_chain(caller.org_id), keys=keys, full=full)
+        verified = verify_chain(
+            conn,
+            chain=org_chain(caller.org_id),
+            keys=keys,
+            full=full,
+            index_check=check_lookup_rows,
+        )
     result, point = verified.result, verified.checkpoint
     return VerifyResponse(
         chain=result.chain,
-        ok=result.ok,
+        ok=verified.ok,
         checked=result.checked,
-        first_bad_sequence=result.first_bad_seq,
-        reason=result.reason,
+        first_bad_sequence=verified.first_bad_seq,
+        reason=verified.reason,
+        lookup_problems=[
+            LookupProblemResponse(
+                table=problem.table, key=problem.key, sequence=problem.seq, problem=problem.problem
+            )
+            for problem in verified.index_problems[:MAX_LOOKUP_PROBLEMS]
+        ],
         checkpoint=None
         if point is None
         else CheckpointResponse(sequence=point.seq, created_at=point.created_at),

@@ -25,6 +25,9 @@ class LocalEnvironment:
     database_url: str
     keys: LocalKeys
     hmac_key: str
+    #: the id the functions sign entries and checkpoints under: the CLI's, so that
+    #: ``context-ledger verify`` on this home knows the key ``context-ledger dev`` appends with
+    hmac_key_id: str
     #: the embedded server's handle; keeping it referenced keeps the server running
     server: Any = field(default=None, repr=False)
 
@@ -36,6 +39,7 @@ class LocalEnvironment:
             "DATABASE_URL": self.database_url,
             "KEYSTONE_AUTH_JWKS_URL": self.keys.jwks_url,
             "KEYSTONE_EVIDENCE_HMAC_KEY": self.hmac_key,
+            "KEYSTONE_EVIDENCE_KEY_ID": self.hmac_key_id,
         }
 
     def apply(self) -> None:
@@ -71,5 +75,6 @@ def prepare_local(settings: Settings | None = None) -> LocalEnvironment:
         database_url=database_url,
         keys=ensure_local_keys(home),
         hmac_key=settings.evidence_hmac_key or _hmac_key(home),
+        hmac_key_id=settings.evidence_key_id,
         server=server,
     )

@@ -159,7 +159,7 @@ def test_attribution_batch_sample_is_an_sqs_event_from_the_writers_queue(
 def test_chain_verify_sample_is_the_scheduled_event_of_its_schedule(template: Template) -> None:
     sample = load("chain-verify-schedule.json")
     function = template.function("chain_verify")
-    (schedule,) = function.schedules
+    (schedule,) = [s for s in function.schedules if s.input is None]
 
     rebuilt = scheduled_event(
         rule_arn=sample["resources"][0],
@@ -172,6 +172,15 @@ def test_chain_verify_sample_is_the_scheduled_event_of_its_schedule(template: Te
     kind = "scheduler" if schedule.scheduler else "events"
     assert sample["resources"][0].startswith(f"arn:aws:{kind}:")
     assert sample["resources"][0].endswith(f"{function.logical_id}{schedule.event}")
+
+
+def test_chain_verify_sweep_sample_is_the_input_of_the_minutely_schedule(
+    template: Template,
+) -> None:
+    (sweep,) = [s for s in template.function("chain_verify").schedules if s.input is not None]
+
+    assert load("chain-verify-sweep.json") == sweep.input == {"scope": "recent"}
+    assert sweep.expression == "rate(1 minute)"
 
 
 def test_migrate_sample_is_a_custom_resource_create_request(template: Template) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 
 from context_ledger.local.postgres import ensure_database
@@ -105,3 +106,15 @@ def test_cli_verify_and_the_api_agree_on_a_dev_stack(
     assert re.search(r": ok, 2 entries checked$", cli.stdout, re.M), cli.stdout
     # and the incremental check, which reads the dev stack's signed checkpoints
     assert _cli(stack_env, "verify").returncode == 0
+
+    # Then both see the same tampering.
+    with psycopg.connect(stack_env["DATABASE_URL"], autocommit=True) as admin:
+        admin.execute("ALTER TABLE evidence_chain DISABLE TRIGGER evidence_chain_no_update")
+        admin.execute("UPDATE evidence_chain SET record = set_byte(record, 3, 32) WHERE seq = 2")
+        admin.execute("ALTER TABLE evidence_chain ENABLE TRIGGER evidence_chain_no_update")
+    api = httpx.get(f"{dev_stack}{VERIFY}", headers=headers, params={"full": "true"}).json()
+    cli = _cli(stack_env, "verify", "--full")
+
+    assert (api["ok"], api["firstBadSequence"], api["reason"]) == (False, 2, "mac mismatch")
+    assert cli.returncode == 1
+    assert "FAILED at seq 2 (mac mismatch)" in cli.stdout

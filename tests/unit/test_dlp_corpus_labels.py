@@ -168,3 +168,9 @@ def test_private_keys_are_whole_pem_blocks_or_their_escaped_form():
             if p["kind"] == "private_key" and "BEGIN" in v:
                 assert v.startswith("-----BEGIN "), (r["id"], v[:40])
                 assert v.removesuffix("\\n").endswith("PRIVATE KEY-----"), (r["id"], v[-40:])
+
+
+def test_json_documents_are_valid_json():
+    for r in RECORDS:
+        if r["source"] in ("json", "notebook", "terraform") and r["text"].lstrip()[:1] == "{":
+            json.loads(r["text"])  # a value edit that broke the escaping would fail here

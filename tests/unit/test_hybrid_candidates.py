@@ -73,7 +73,7 @@ def test_a_rank_above_the_top_text_hits_is_capped_at_1() -> None:
 def test_each_candidate_has_both_scores_whichever_search_found_it() -> None:
     text_top, both, vector_only = hit(0.4, 0.1), hit(0.1, 0.8), hit(None, 0.6)
 
-    found = merge([text_top, both], [both, vector_only], limit=2)
+    found = merge([([text_top, both], [both, vector_only], 2)])
 
     assert {
         c.chunk_id: (c.text_score, c.vector_score, c.found_by_text, c.found_by_vector)
@@ -89,7 +89,7 @@ def test_each_candidate_has_both_scores_whichever_search_found_it() -> None:
 def test_a_vector_hit_at_or_below_zero_cosine_is_not_a_candidate() -> None:
     orthogonal, opposite, zero_vector = hit(None, 0.0), hit(None, -0.2), hit(None, None)
 
-    assert merge([], [orthogonal, opposite, zero_vector], limit=10) == []
+    assert merge([([], [orthogonal, opposite, zero_vector], 10)]) == []
 
 
 def test_a_text_hit_the_approximate_scan_missed_counts_as_found_by_vector() -> None:
@@ -98,7 +98,7 @@ def test_a_text_hit_the_approximate_scan_missed_counts_as_found_by_vector() -> N
     first, last = hit(None, 0.9), hit(None, 0.5)
     weak = hit(0.2, 0.4)
 
-    found = {c.chunk_id: c for c in merge([missed, weak], [first, last], limit=2)}
+    found = {c.chunk_id: c for c in merge([([missed, weak], [first, last], 2)])}
 
     assert found[missed.chunk_id].found_by_vector
     assert not found[weak.chunk_id].found_by_vector
@@ -109,10 +109,10 @@ def test_a_search_that_returned_fewer_than_limit_found_every_positive_score() ->
     text_hit = hit(0.3, 0.05)
 
     [_, under_limit] = sorted(
-        merge([text_hit], [hit(None, 0.9)], limit=100), key=lambda c: c.vector_score, reverse=True
+        merge([([text_hit], [hit(None, 0.9)], 100)]), key=lambda c: c.vector_score, reverse=True
     )
     [_, at_limit] = sorted(
-        merge([text_hit], [hit(None, 0.9)], limit=1), key=lambda c: c.vector_score, reverse=True
+        merge([([text_hit], [hit(None, 0.9)], 1)]), key=lambda c: c.vector_score, reverse=True
     )
 
     assert under_limit.found_by_vector

@@ -7,8 +7,8 @@ requested kinds.
 
 The chain, its sources and the query's terms over them are sent together (one round trip): the
 sources and terms statements select the chain's spaces again, whatever the caller's grants, and the
-use case keeps the sources of the spaces the chain says it may search. When that is not all of
-them, the terms are counted again over those searched (retrieval/service.py).
+use case keeps the sources of the spaces the chain says it may search. The terms are counted per
+source, so the use case sums those of the sources it searches (retrieval/service.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import psycopg
 from context_ledger.auth.principal import Principal
 from context_ledger.db.pending import Pending, send
 from context_ledger.errors import SpaceNotFoundError
-from context_ledger.search.fulltext import TextTerms, pending_terms_of, term_stats_statement
+from context_ledger.search.fulltext import TermCounts, pending_terms_of, term_stats_statement
 from context_ledger.sources.model import SourceKind
 from context_ledger.spaces import store as spaces_store
 from context_ledger.spaces.levels import Level
@@ -209,9 +209,9 @@ def pending_chain_terms(
     space_id: uuid.UUID | None,
     kinds: frozenset[SourceKind] | None,
     text: str,
-) -> Pending[TextTerms]:
-    """The query terms of ``text`` counted over :func:`pending_chain_sources`' sources: the
-    search's terms when it searches all of them, read in the chain's round trip."""
+) -> Pending[TermCounts]:
+    """The query terms of ``text`` counted per source over :func:`pending_chain_sources`'
+    sources, read in the chain's round trip: the search sums those it searches."""
     statement = _sources_of(space_id).terms
     return pending_terms_of(conn, statement, _chain_params(principal, space_id, kinds), text)
 

@@ -21,7 +21,7 @@ from context_ledger.cooldown import Cooldown
 from context_ledger.db.pending import Pending
 from context_ledger.dlp.delivery import delivered_text, may_deliver
 from context_ledger.dlp.gate import EmbeddingGate, open_gate
-from context_ledger.dlp.policy import DlpPolicy, pending_policy
+from context_ledger.dlp.policy import NEVER_EMBEDDED, DlpPolicy, pending_policy
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.evidence.canonical import format_timestamp
 from context_ledger.memory.chunks import attribution_fields as memory_attribution_fields
@@ -46,14 +46,16 @@ from context_ledger.retrieval.query_vector import (
 from context_ledger.retrieval.related import pick_related
 from context_ledger.retrieval.request import RetrieveRequest
 from context_ledger.search.candidates import Candidate, search_candidates
-from context_ledger.search.fulltext import SearchQuery, TextTerms, pending_text_terms
+from context_ledger.search.fulltext import SearchQuery, TermCounts
 from context_ledger.search.hybrid import rank
 from context_ledger.settings import SearchBackend, Settings
 from context_ledger.sources.model import SourceKind
 from context_ledger.spaces.levels import Level
 from context_ledger.spaces.weights import pending_weights
 
-#: How many candidates each search mode returns before ranking and the per-level cap.
+#: How many candidates each search returns, per level of the chain, before ranking and the
+#: per-level cap: a level is searched on its own, so many strong matches at one level never
+#: crowd another level's best out of the candidates.
 CANDIDATES = 100
 ATTRIBUTION_CATEGORY = "context_attribution"
 
@@ -135,12 +137,13 @@ def _search(
     request: RetrieveRequest,
     gate: EmbeddingGate,
     deps: Dependencies,
-    chain_terms: Pending[TextTerms] | None,
+    chain_terms: Pending[TermCounts],
+    policy: DlpPolicy,
 ) -> tuple[list[Candidate], QueryVector]:
-    """The candidates and how they were found. ``chain_terms``: the query's terms as counted over
-    the chain's sources, when those are exactly ``sources`` (else None: they are counted over
-    ``sources``). A full-text fallback for an endpoint that failed is not cached: the next
-    request tries the endpoint again (after the cooldown)."""
+    """The candidates and how they were found. ``chain_terms``: the query's terms counted per
+    source over the chain's sources, ``sources`` among them. A full-text fallback for an
+    endpoint that failed is not cached: the next request tries the endpoint again (after the
+    cooldown)."""
     key = _cache_key(principal, spaces, sources, request, gate, deps)
     versions = _versions(sources)
     cached = deps.cache.get(key)
@@ -149,21 +152,29 @@ def _search(
         if all(versions[id] == version for id, version in cached.source_versions.items()):
             return list(cached.candidates), without_embedding(gate)
         deps.cache.discard(key)  # a source was re-indexed since
-    search = SearchQuery(principal.org_id, list(versions), request.query, None, CANDIDATES)
-    # Terms counted again are sent before the query is embedded and read after it: they come
-    # back meanwhile. (No pipeline otherwise: an empty one still costs a round trip.)
-    with conn.pipeline() if chain_terms is None else nullcontext():
-        terms = chain_terms or pending_text_terms(conn, search)
-        query = query_vector(gate, request.query, settings=deps.settings, cooldown=deps.cooldown)
+    # The terms travelled with the chain and are read while the query is embedded.
+    query = query_vector(gate, request.query, settings=deps.settings, cooldown=deps.cooldown)
+    counts = chain_terms.result()
+    levels = {space.id: space.level for space in spaces}
     # The HNSW statement filters on the sources' versions (sources/searchable.py).
     hnsw = deps.settings.search_backend is SearchBackend.PGVECTOR and query.vector is not None
-    search = replace(
-        search, terms=terms.result(), vector=query.vector, versions=versions if hnsw else {}
-    )
+    searched = [s.id for s in sources]
+    searches = [
+        SearchQuery(
+            principal.org_id,
+            part,
+            request.query,
+            None if text_only else query.vector,
+            CANDIDATES,
+            terms=counts.terms(searched, matched_in=part),
+            versions={id: versions[id] for id in part} if hnsw and not text_only else {},
+        )
+        for (_, text_only), part in _parts(sources, levels, policy).items()
+    ]
     with deps.side_connection() if query.vector is not None else nullcontext() as side:
         candidates = search_candidates(
             conn,
-            search,
+            searches,
             backend=deps.settings.search_backend,
             ef_search=deps.settings.hnsw_ef_search,
             side_connection=side,
@@ -178,6 +189,19 @@ def _search(
             ),
         )
     return candidates, query
+
+
+def _parts(
+    sources: list[SearchSource], levels: dict[uuid.UUID, Level], policy: DlpPolicy
+) -> dict[tuple[Level, bool], list[uuid.UUID]]:
+    """The searched sources by level, and within a level by whether they are searched through
+    full-text only (DLP ``drop`` and ``block_source``: never embedded, never in a vector
+    search, whatever vectors a policy changed since indexing left behind)."""
+    parts: dict[tuple[Level, bool], list[uuid.UUID]] = {}
+    for source in sources:
+        text_only = policy.action(source.classification) in NEVER_EMBEDDED
+        parts.setdefault((levels[source.space_id], text_only), []).append(source.id)
+    return parts
 
 
 def _ranked_chunks(
@@ -375,9 +399,9 @@ def retrieve(
         policy=policy,
     )
     if found:
-        # found is a part of in_chain: the chain's terms apply when it is all of it.
-        terms = chain_terms if len(found) == len(in_chain) else None
-        candidates, query = _search(conn, principal, spaces, found, request, gate, deps, terms)
+        candidates, query = _search(
+            conn, principal, spaces, found, request, gate, deps, chain_terms, policy
+        )
     else:
         candidates, query = [], without_embedding(gate)
     ranked = _ranked_chunks(conn, principal, candidates, sources, levels, request, weights)

@@ -62,17 +62,32 @@ def matched(terms: Sequence[TermStats], postings: int | None = None) -> list[Ter
     return chosen
 
 
-def query_terms(terms: Sequence[TermStats], *, chunks: int, lexemes: int) -> QueryTerms:
+def query_terms(
+    terms: Sequence[TermStats],
+    *,
+    chunks: int,
+    lexemes: int,
+    matched_in: Sequence[TermStats] | None = None,
+) -> QueryTerms:
     """Weights of the query's terms found in the searched versions (``chunks`` chunks holding
     ``lexemes`` distinct lexemes in all), and the operands the text search matches, alone and in
-    a hybrid search."""
+    a hybrid search.
+
+    ``matched_in``: the terms' document frequencies in the part of the searched versions one
+    search covers (a level of the chain, search/candidates.py), when it covers only a part. The
+    weights stay those of the whole, so ranks compare across parts; the matched terms are that
+    part's rarest, so every part finds its own best chunks.
+    """
     present = [t for t in terms if t.chunks > 0]
     if not present or chunks < 1:
         return QueryTerms((), (), (), (), 1.0)
+    local = present if matched_in is None else [t for t in matched_in if t.chunks > 0]
     return QueryTerms(
         lexemes=tuple(t.lexeme for t in present),
         weights=tuple(idf(t.chunks, chunks) for t in present),
-        match=tuple(t.operand for t in matched(present)),
-        hybrid_match=tuple(t.operand for t in matched(present, HYBRID_MATCH_POSTINGS)),
+        match=tuple(t.operand for t in matched(local)) if local else (),
+        hybrid_match=tuple(t.operand for t in matched(local, HYBRID_MATCH_POSTINGS))
+        if local
+        else (),
         average_length=max(lexemes / chunks, 1.0),
     )

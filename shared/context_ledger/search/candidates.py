@@ -42,7 +42,6 @@ from context_ledger.search.fulltext import (
     normalised,
     pending_text_search,
     pending_text_terms,
-    text_search,
 )
 from context_ledger.search.pgvector_backend import pending_hnsw_search, pgvector_errors
 from context_ledger.settings import DEFAULT_HNSW_EF_SEARCH, SearchBackend
@@ -98,61 +97,94 @@ def find_candidates(
         versions=query_vector is not None and backend is SearchBackend.PGVECTOR,
     )
     return search_candidates(
-        conn, search, backend=backend, ef_search=ef_search, side_connection=side_connection
+        conn, [search], backend=backend, ef_search=ef_search, side_connection=side_connection
     )
 
 
 def search_candidates(
     conn: Connection,
-    search: SearchQuery,
+    searches: Sequence[SearchQuery],
     *,
     backend: SearchBackend,
     ef_search: int = DEFAULT_HNSW_EF_SEARCH,
     side_connection: Connection | None = None,
 ) -> list[Candidate]:
-    """:func:`find_candidates` for a search whose terms were read (:func:`pending_terms`; with
-    the sources' current versions for the pgvector backend). With a ``side_connection`` the
-    vector search runs on it while the text search runs on ``conn``: the two statements take
-    about as long as the slower one instead of both together.
+    """:func:`find_candidates` for searches whose terms were read (:func:`pending_terms`; with
+    the sources' current versions for the pgvector backend): one text search and, with a query
+    vector, one vector search per :class:`SearchQuery`, each keeping its own ``limit`` hits.
+
+    Several searches are the parts of one step (a chain's levels, retrieval/service.py), so
+    each part contributes its best even where another part holds many stronger matches; their
+    text scores share one scale (the best rank of all), and "found by" is decided within each
+    part (:func:`merge`). All the statements travel in one round trip; with a
+    ``side_connection`` the vector statements run on it while the text statements run on
+    ``conn``: they take about as long as the slower side instead of both together.
     """
-    if not search.source_ids:
-        return []
-    limit = search.limit
-    if search.vector is None:
-        return merge(text_search(conn, search, similarity=None), [], limit=limit)
+    searches = [search for search in searches if search.source_ids]
+    limits = [search.limit for search in searches]
+    vectors = [search.vector for search in searches if search.vector is not None]
+    if not vectors:
+        with conn.pipeline():
+            texts = [pending_text_search(conn, search, similarity=None) for search in searches]
+        return merge([(text.result(), [], n) for text, n in zip(texts, limits, strict=True)])
     pgvector = backend is SearchBackend.PGVECTOR or uses_pgvector(conn)
-    similarity = similarity_sql(len(search.vector), pgvector=pgvector)
+    similarity = similarity_sql(len(vectors[0]), pgvector=pgvector)
     errors = pgvector_errors() if backend is SearchBackend.PGVECTOR else nullcontext()
-    if side_connection is None:
-        # Both in one round trip. The vector search goes first, so a pgvector backend without
-        # pgvector fails (503) before the text search needs its column.
-        with errors, conn.pipeline():
-            vector = _pending_vector_search(conn, search, backend, pgvector, ef_search)
-            text = pending_text_search(conn, search, similarity=similarity)
-        return merge(text.result(), vector.result(), limit=limit)
-    # The vector statement is sent on the side connection, the text statement runs on the
-    # request's, and the request's thread reads both: no thread to hand the search to, whose
-    # start cost 0.5-1 ms p50 and 3-4 ms p95 here (docs/decisions.md). In autocommit mode the
-    # HNSW settings and the search are one implicit transaction, ended by the pipeline's Sync.
-    with errors, autocommit(side_connection):
-        with side_connection.pipeline():
-            vector = _pending_vector_search(side_connection, search, backend, pgvector, ef_search)
-            text_hits = text_search(conn, search, similarity=similarity)
-        vector_hits = vector.result()
-    return merge(text_hits, vector_hits, limit=limit)
+
+    def send_vectors(connection: Connection) -> list[Pending[list[Hit]]]:
+        return [
+            Pending(list)
+            if search.vector is None
+            else _pending_vector_search(connection, search, backend, pgvector, ef_search)
+            for search in searches
+        ]
+
+    def send_texts() -> list[Pending[list[Hit]]]:
+        return [
+            pending_text_search(
+                conn, search, similarity=None if search.vector is None else similarity
+            )
+            for search in searches
+        ]
+
+    with errors:
+        if side_connection is None:
+            # One round trip. The vector searches go first, so a pgvector backend without
+            # pgvector fails (503) before the text searches need its column.
+            with conn.pipeline():
+                vector = send_vectors(conn)
+                text = send_texts()
+            text_hits = [pending.result() for pending in text]
+            vector_hits = [pending.result() for pending in vector]
+        else:
+            # The vector statements are sent on the side connection, the text statements run
+            # on the request's, and the request's thread reads both: no thread to hand the
+            # search to, whose start cost 0.5-1 ms p50 and 3-4 ms p95 here
+            # (docs/decisions.md). In autocommit mode the HNSW settings and the searches are
+            # one implicit transaction, ended by the pipeline's Sync.
+            with autocommit(side_connection):
+                with side_connection.pipeline():
+                    vector = send_vectors(side_connection)
+                    with conn.pipeline():
+                        text = send_texts()
+                    text_hits = [pending.result() for pending in text]
+                vector_hits = [pending.result() for pending in vector]
+    return merge(list(zip(text_hits, vector_hits, limits, strict=True)))
 
 
 def pending_terms(conn: Connection, search: SearchQuery, *, versions: bool) -> Pending[SearchQuery]:
     """``search`` with its terms and, for the HNSW statement (``versions``), the searched
     sources' current versions: the statements are sent now, and in a pipeline they travel
     together; read after its block, they cost one round trip (db/pending.py)."""
-    terms = pending_text_terms(conn, search)
+    counts = pending_text_terms(conn, search)
     if not versions:
-        return Pending(lambda: replace(search, terms=terms.result()))
+        return Pending(lambda: replace(search, terms=counts.result().terms()))
     current = pending_current_versions(
         conn, org_id=search.org_id, source_ids=list(search.source_ids)
     )
-    return Pending(lambda: replace(search, terms=terms.result(), versions=current.result()))
+    return Pending(
+        lambda: replace(search, terms=counts.result().terms(), versions=current.result())
+    )
 
 
 def with_terms(conn: Connection, search: SearchQuery, *, versions: bool) -> SearchQuery:
@@ -179,32 +211,37 @@ def _cutoff(scores: list[float], limit: int) -> float:
     return min(scores) if len(scores) >= limit else 0.0
 
 
-def merge(text_hits: list[Hit], vector_hits: list[Hit], *, limit: int) -> list[Candidate]:
-    """Candidates from the hits of both searches (text hits best first), each search having
-    been asked for ``limit`` hits."""
-    top_rank = text_hits[0].rank if text_hits else None
-    by_id = {hit.chunk_id: hit for hit in [*vector_hits, *text_hits]}  # a text hit wins
-    # UUIDs hash and compare in Python code: each is looked up once and sorted by its integer.
-    text_cutoff = min((normalised(hit.rank, top_rank) for hit in text_hits), default=0.0)
-    vector_cutoff = _cutoff(
-        [vector_score(by_id[h.chunk_id].similarity) for h in vector_hits], limit
-    )
+def merge(parts: Sequence[tuple[list[Hit], list[Hit], int]]) -> list[Candidate]:
+    """Candidates from the hits of the searches of one step: per part, its text hits (best
+    first) and its vector hits, both searches having been asked for ``limit`` hits.
+
+    Text scores are ranks divided by the best rank of every part's text hits, so they compare
+    across parts; whether a search found a chunk is judged against that part's own last hit.
+    """
+    top_rank = max((text[0].rank for text, _, _ in parts if text), default=None)
     candidates = []
-    for hit in by_id.values():
-        text_score = normalised(hit.rank, top_rank)
-        vector = vector_score(hit.similarity)
-        by_text = text_score > 0 and text_score >= text_cutoff
-        by_vector = vector > 0 and vector >= vector_cutoff
-        if by_text or by_vector:
-            candidates.append(
-                Candidate(
-                    chunk_id=hit.chunk_id,
-                    source_id=hit.source_id,
-                    index_version=hit.index_version,
-                    text_score=text_score,
-                    vector_score=vector,
-                    found_by_text=by_text,
-                    found_by_vector=by_vector,
+    for text_hits, vector_hits, limit in parts:
+        by_id = {hit.chunk_id: hit for hit in [*vector_hits, *text_hits]}  # a text hit wins
+        text_cutoff = min((normalised(hit.rank, top_rank) for hit in text_hits), default=0.0)
+        vector_cutoff = _cutoff(
+            [vector_score(by_id[h.chunk_id].similarity) for h in vector_hits], limit
+        )
+        for hit in by_id.values():
+            text_score = normalised(hit.rank, top_rank)
+            vector = vector_score(hit.similarity)
+            by_text = text_score > 0 and text_score >= text_cutoff
+            by_vector = vector > 0 and vector >= vector_cutoff
+            if by_text or by_vector:
+                candidates.append(
+                    Candidate(
+                        chunk_id=hit.chunk_id,
+                        source_id=hit.source_id,
+                        index_version=hit.index_version,
+                        text_score=text_score,
+                        vector_score=vector,
+                        found_by_text=by_text,
+                        found_by_vector=by_vector,
+                    )
                 )
-            )
+    # UUIDs hash and compare in Python code: each is looked up once and sorted by its integer.
     return sorted(candidates, key=lambda c: c.chunk_id.int)

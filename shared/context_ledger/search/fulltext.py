@@ -47,19 +47,20 @@ from context_ledger.search.bm25 import K1, B, TermStats, query_terms
 from context_ledger.sources.chunking.identifiers import search_text
 from context_ledger.sources.searchable import SEARCHABLE_CHUNKS
 
-# The query's lexemes that the searched versions hold, with their document frequencies, quoted as
-# tsquery operands by PostgreSQL; and one row without a lexeme holding the versions' totals.
+# Per searched source: the query's lexemes its version holds, with their document frequencies,
+# quoted as tsquery operands by PostgreSQL; and one row without a lexeme holding the version's
+# totals. Per source, so that any part of the searched sources (a level of the chain, those the
+# caller may search) sums its own statistics in Python without another round trip.
 # ``{searched}``: see term_stats_statement.
 _TERM_STATS_OVER = """
 WITH RECURSIVE {searched}
-SELECT l.lexeme, array_to_tsvector(ARRAY[l.lexeme])::text AS operand,
-       sum(l.chunks)::bigint AS chunks, 0::bigint AS lexemes
+SELECT s.id AS source_id, l.lexeme, array_to_tsvector(ARRAY[l.lexeme])::text AS operand,
+       l.chunks::bigint AS chunks, 0::bigint AS lexemes
 FROM searched s
 JOIN text_rank_lexemes l ON l.source_id = s.id AND l.index_version = s.index_version
 WHERE l.lexeme = ANY(tsvector_to_array(to_tsvector('english', %(query_text)s)))
-GROUP BY l.lexeme
 UNION ALL
-SELECT NULL, NULL, coalesce(sum(v.chunks), 0)::bigint, coalesce(sum(v.lexemes), 0)::bigint
+SELECT s.id, NULL, NULL, v.chunks, v.lexemes
 FROM searched s
 JOIN text_rank_versions v ON v.source_id = s.id AND v.index_version = s.index_version
 """
@@ -159,6 +160,50 @@ class TextTerms:
 
 
 @dataclass(frozen=True)
+class TermCounts:
+    """The query's lexemes as each searched source's current version holds them: per source,
+    each lexeme's document frequency and the version's chunk and lexeme totals."""
+
+    operands: Mapping[str, str] = field(default_factory=dict)  # lexeme -> tsquery operand
+    frequencies: Mapping[uuid.UUID, Mapping[str, int]] = field(default_factory=dict)
+    totals: Mapping[uuid.UUID, tuple[int, int]] = field(default_factory=dict)  # chunks, lexemes
+
+    def terms(
+        self,
+        sources: Sequence[uuid.UUID] | None = None,
+        *,
+        matched_in: Sequence[uuid.UUID] | None = None,
+    ) -> TextTerms:
+        """The terms over ``sources`` (default: every source counted), the matched ones chosen
+        by their frequencies in ``matched_in`` (default: the same sources)."""
+        over = list(self.totals) if sources is None else list(sources)
+        chunks = sum(self.totals.get(s, (0, 0))[0] for s in over)
+        lexemes = sum(self.totals.get(s, (0, 0))[1] for s in over)
+        counted = query_terms(
+            self._stats(over),
+            chunks=chunks,
+            lexemes=lexemes,
+            matched_in=None if matched_in is None else self._stats(matched_in),
+        )
+        if not counted.lexemes:
+            return TextTerms()
+        return TextTerms(
+            counted.lexemes,
+            counted.weights,
+            counted.match,
+            counted.hybrid_match,
+            counted.average_length,
+        )
+
+    def _stats(self, sources: Sequence[uuid.UUID]) -> list[TermStats]:
+        frequencies: dict[str, int] = {}
+        for source in sources:
+            for lexeme, chunks in self.frequencies.get(source, {}).items():
+                frequencies[lexeme] = frequencies.get(lexeme, 0) + chunks
+        return [TermStats(lexeme, self.operands[lexeme], n) for lexeme, n in frequencies.items()]
+
+
+@dataclass(frozen=True)
 class SearchQuery:
     """What one search step looks for, where, and how many hits each search keeps.
 
@@ -219,35 +264,33 @@ def processed_query(text: str) -> str:
 
 def text_terms(conn: Connection, query: SearchQuery) -> TextTerms:
     """The query's terms with their BM25 weights over the searched versions (one statement)."""
-    return pending_text_terms(conn, query).result()
+    return pending_text_terms(conn, query).result().terms()
 
 
-def pending_text_terms(conn: Connection, query: SearchQuery) -> Pending[TextTerms]:
-    """:func:`text_terms`, sent now and read later (db/pending.py)."""
-    return send(conn, _TERM_STATS, query.params(), _read_terms)
+def pending_text_terms(conn: Connection, query: SearchQuery) -> Pending[TermCounts]:
+    """The query's term counts per searched source, sent now and read later (db/pending.py)."""
+    return send(conn, _TERM_STATS, query.params(), _read_counts)
 
 
 def pending_terms_of(
     conn: Connection, statement: str, params: dict[str, Any], text: str
-) -> Pending[TextTerms]:
-    """The terms of ``text`` by a :func:`term_stats_statement` binding ``params``, sent now and
-    read later."""
-    return send(conn, statement, {**params, "query_text": processed_query(text)}, _read_terms)
+) -> Pending[TermCounts]:
+    """The term counts of ``text`` by a :func:`term_stats_statement` binding ``params``, sent
+    now and read later."""
+    return send(conn, statement, {**params, "query_text": processed_query(text)}, _read_counts)
 
 
-def _read_terms(cursor: Cursor[dict[str, Any]]) -> TextTerms:
-    rows = cursor.fetchall()
-    totals = next(row for row in rows if row["lexeme"] is None)
-    terms = query_terms(
-        [TermStats(r["lexeme"], r["operand"], r["chunks"]) for r in rows if r["lexeme"]],
-        chunks=totals["chunks"],
-        lexemes=totals["lexemes"],
-    )
-    if not terms.lexemes:
-        return TextTerms()
-    return TextTerms(
-        terms.lexemes, terms.weights, terms.match, terms.hybrid_match, terms.average_length
-    )
+def _read_counts(cursor: Cursor[dict[str, Any]]) -> TermCounts:
+    operands: dict[str, str] = {}
+    frequencies: dict[uuid.UUID, dict[str, int]] = {}
+    totals: dict[uuid.UUID, tuple[int, int]] = {}
+    for row in cursor.fetchall():
+        if row["lexeme"] is None:
+            totals[row["source_id"]] = (row["chunks"], row["lexemes"])
+        else:
+            operands[row["lexeme"]] = row["operand"]
+            frequencies.setdefault(row["source_id"], {})[row["lexeme"]] = row["chunks"]
+    return TermCounts(operands, frequencies, totals)
 
 
 def pending_search(

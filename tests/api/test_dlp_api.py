@@ -34,6 +34,7 @@ def test_the_default_policy_is_shown_to_a_context_admin(api, admin_headers) -> N
         "overrides": {},
         "effective": DEFAULTS,
         "patterns": [],
+        "withheld": [],
     }
 
 
@@ -98,6 +99,9 @@ def test_each_organisation_has_its_own_policy(api, org, other_org, token) -> Non
         {"patterns": [{"name": f"p{i}", "pattern": "x"} for i in range(51)]},
         {"patterns": [{"name": "t", "pattern": "x" * 1001}]},
         {"actions": {}, "orgLevel": "everything"},
+        {"withheld": ["secret"]},
+        {"withheld": "regulated"},
+        {"withheld": [1]},
     ],
 )
 def test_an_invalid_policy_is_422_and_changes_nothing(api, admin_headers, body: dict) -> None:
@@ -163,14 +167,18 @@ def classified(api, admin_headers) -> Classified:
     return Classified(api, admin_headers)
 
 
-def test_a_searcher_gets_redacted_open_sources_and_no_drop_or_block_source_chunks(
+def test_a_searcher_gets_every_classification_redacted_drop_and_block_source_included(
     classified, org, token
 ) -> None:
+    """Spec: drop and block_source sources "are searchable through full-text only" - a caller
+    who may search the space receives them, redacted, not silently nothing."""
     classified.grant("alice", "context:space:search")
 
+    answer = classified.retrieve(bearer(token(org, "alice")))
     delivered = classified.delivered(bearer(token(org, "alice")))
 
-    assert set(delivered) == {"public", "internal"}
+    assert set(delivered) == set(DEFAULTS)
+    assert answer["warnings"] == []
     for content in delivered.values():
         assert AWS_KEY not in content
         assert "oncall@example.com" not in content
@@ -178,22 +186,28 @@ def test_a_searcher_gets_redacted_open_sources_and_no_drop_or_block_source_chunk
         assert "[REDACTED:email]" in content
 
 
-def test_a_space_admin_is_cleared_for_drop_sources_but_never_gets_block_source(
-    classified, org, token
+def test_a_withheld_classification_reaches_no_one_and_the_answer_says_so(
+    api, classified, admin_headers, org, token
 ) -> None:
-    classified.grant("carol", "context:space:admin")
+    classified.grant("alice", "context:space:search")
+    put = api.put(POLICY, headers=admin_headers, json={"withheld": ["regulated", "restricted"]})
+    assert put.json()["withheld"] == ["regulated", "restricted"]
 
-    delivered = classified.delivered(bearer(token(org, "carol")))
+    for headers in (bearer(token(org, "alice")), admin_headers):
+        answer = classified.retrieve(headers)
+        names = {v: k for k, v in classified.sources.items()}
+        assert {names[c["sourceId"]] for c in answer["chunks"]} == {
+            "public",
+            "internal",
+            "confidential",
+        }
+        assert answer["warnings"] == [
+            "2 source(s) in the searched spaces are withheld from every caller by the "
+            "organisation's DLP policy (regulated, restricted); nothing of them was searched"
+        ]
 
-    assert set(delivered) == {"public", "internal", "confidential", "restricted"}
-    assert all(AWS_KEY not in content for content in delivered.values())
 
-
-def test_a_context_admin_never_gets_block_source_either(classified, admin_headers) -> None:
-    assert "regulated" not in classified.delivered(admin_headers)
-
-
-def test_allow_delivers_as_stored_and_drop_can_be_lifted_by_policy(
+def test_allow_delivers_as_stored_and_every_other_action_redacted(
     api, classified, admin_headers, org, token
 ) -> None:
     classified.grant("alice", "context:space:search")
@@ -205,7 +219,7 @@ def test_allow_delivers_as_stored_and_drop_can_be_lifted_by_policy(
 
     delivered = classified.delivered(bearer(token(org, "alice")))
 
-    assert set(delivered) == {"public", "internal", "regulated"}
+    assert set(delivered) == set(DEFAULTS)
     assert AWS_KEY in delivered["internal"], "allow delivers the chunk as stored"
     assert AWS_KEY not in delivered["regulated"]
     assert AWS_KEY not in delivered["public"]

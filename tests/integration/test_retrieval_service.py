@@ -8,6 +8,7 @@ import pytest
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
 from context_ledger.cooldown import Cooldown
 from context_ledger.db import connection
+from context_ledger.dlp.policy import replace_policy
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.local.embeddings_server import serve_embeddings
 from context_ledger.retrieval.cache import SearchCache
@@ -113,6 +114,22 @@ def test_a_protected_source_is_searched_by_full_text_only(admin, stand_in) -> No
 
     assert answer.chunks, "full-text still finds the confidential source's chunks"
     assert all(r.body["input"] == ["refunds team lead"] for r in stand_in.requests)
+
+
+def test_vectors_left_behind_by_a_policy_change_are_never_searched(admin, stand_in) -> None:
+    """Embedded while ``internal`` meant ``redact``; the organisation then maps it to ``drop``:
+    its chunks are searched through full-text only, the stored vectors neither find a chunk
+    nor add to a text hit's score."""
+    embedder = EmbeddingsClient(stand_in.url, "hashing-64", dimensions=64)
+    ingest(admin, DOCS, embedder, Classification.INTERNAL)
+    with connection() as conn:
+        replace_policy(conn, admin, actions={"internal": "drop"}, patterns=[])
+
+    answer, _ = run(admin, "who authorises refunds", embedder)
+
+    assert {c.row["path"] for c in answer.chunks} == {"refunds.md", "receipts.md"}, "text only"
+    assert answer.chunks[0].score == pytest.approx(0.3 * 1.0 * 0.85), "no vector term"
+    assert all(c.score <= 0.3 * 0.85 + 1e-9 for c in answer.chunks)
 
 
 def test_an_endpoint_that_answers_in_time_makes_the_search_hybrid(admin, stand_in) -> None:

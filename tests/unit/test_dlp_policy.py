@@ -1,16 +1,16 @@
-"""The DLP policy's vocabulary, defaults and validation, and the delivery rule per action."""
+"""The DLP policy's vocabulary, defaults and validation, and what it withholds."""
 
 from __future__ import annotations
 
 import pytest
 
-from context_ledger.dlp.delivery import may_deliver
 from context_ledger.dlp.policy import (
     DEFAULT_ACTIONS,
     DlpAction,
     DlpPolicy,
     parse_actions,
     parse_patterns,
+    parse_withheld,
 )
 from context_ledger.errors import ValidationFailedError
 from context_ledger.sources.model import Classification
@@ -80,16 +80,15 @@ def test_valid_custom_patterns_are_kept_in_order() -> None:
     assert [p.name for p in patterns] == ["ticket", "host"]
 
 
-@pytest.mark.parametrize(
-    ("action", "cleared", "delivered"),
-    [
-        (DlpAction.ALLOW, False, True),
-        (DlpAction.REDACT, False, True),
-        (DlpAction.DROP, False, False),
-        (DlpAction.DROP, True, True),
-        (DlpAction.BLOCK_SOURCE, False, False),
-        (DlpAction.BLOCK_SOURCE, True, False),
-    ],
-)
-def test_the_delivery_rule(action: DlpAction, cleared: bool, delivered: bool) -> None:
-    assert may_deliver(action, cleared=cleared) is delivered
+def test_withheld_classifications_are_parsed_and_nothing_is_withheld_by_default() -> None:
+    assert DlpPolicy().withheld == frozenset()
+    assert parse_withheld(["regulated", "restricted", "regulated"]) == {
+        Classification.REGULATED,
+        Classification.RESTRICTED,
+    }
+
+
+@pytest.mark.parametrize("raw", [["secret"], ["Regulated"], [1], [None]])
+def test_an_unknown_withheld_classification_is_refused(raw: list) -> None:
+    with pytest.raises(ValidationFailedError, match=r"withheld\[0\]: unknown classification"):
+        parse_withheld(raw)

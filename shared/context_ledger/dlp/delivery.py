@@ -1,14 +1,15 @@
-"""What a retrieval may deliver of a source, by the organisation's DLP action (README, "DLP").
+"""How a retrieval delivers a source's chunks, by the organisation's DLP action (README, "DLP").
 
-- ``allow``: chunks are delivered as stored;
-- ``redact``: chunks are delivered redacted with the organisation's rules;
-- ``drop``: chunks are delivered, redacted, only to callers cleared for the source — those holding
-  ``context:space:admin`` on its space (``context:admin`` holders, and a personal space's owner);
-  for everyone else the source does not exist in retrieval;
-- ``block_source``: chunks are never delivered, to anyone.
+Whoever may search a space receives its sources' chunks (spec: ``drop`` and ``block_source``
+sources "are searchable through full-text only"):
 
-Sources that may not be delivered are left out before the search, so they take no per-level slot
-and no budget, and a caller cannot learn from scores that they exist.
+- ``allow``: as stored;
+- ``redact``, ``drop``, ``block_source``: redacted with the organisation's rules (``drop`` and
+  ``block_source`` sources are also never embedded, so only the full-text search finds them).
+
+A classification the policy withholds (``DlpPolicy.withheld``) reaches no one; its sources are left
+out before the search (no per-level slot, no budget, nothing to learn from scores) and the answer
+warns that the searched spaces hold withheld sources.
 """
 
 from __future__ import annotations
@@ -21,15 +22,6 @@ from context_ledger.dlp.policy import DlpAction, DlpPolicy
 from context_ledger.dlp.redaction import ScanError
 from context_ledger.log import logger
 from context_ledger.sources.chunking.tokens import count_tokens
-
-
-def may_deliver(action: DlpAction, *, cleared: bool) -> bool:
-    """Whether chunks of a source with this action reach a caller (cleared or not)."""
-    if action is DlpAction.BLOCK_SOURCE:
-        return False
-    if action is DlpAction.DROP:
-        return cleared
-    return True
 
 
 @dataclass(frozen=True)

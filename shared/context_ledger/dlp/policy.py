@@ -1,15 +1,20 @@
-"""Each organisation's DLP policy: an action per source classification and custom patterns.
+"""Each organisation's DLP policy: an action per source classification, custom patterns, and
+the classifications it withholds from everyone.
 
 The action decides two things (README, "DLP"):
 
 - what may reach an embeddings endpoint (``dlp.gate``): ``allow`` and ``redact`` sources are
-  embedded from redacted text; ``drop`` and ``block_source`` sources never are;
-- what a retrieval delivers (``dlp.delivery``): ``allow`` as stored, ``redact`` redacted,
-  ``drop`` only to callers cleared for the source, ``block_source`` to no one.
+  embedded from redacted text; ``drop`` and ``block_source`` sources never are, and are searched
+  through full-text only (spec: "searchable through full-text only");
+- what a retrieval delivers (``dlp.delivery``): ``allow`` as stored, every other action
+  redacted, to whoever may search the source's space.
 
-An organisation without a stored policy uses :data:`DEFAULT_ACTIONS`. A replacement names every
-classification it changes; classifications it leaves out return to their defaults, so a ``PUT``
-with ``{}`` resets the policy, like the level weights.
+``withheld`` is the separate, explicit setting for a classification no caller may receive at
+all; a retrieval whose spaces hold such a source says so in its warnings.
+
+An organisation without a stored policy uses :data:`DEFAULT_ACTIONS` and withholds nothing. A
+replacement names every classification it changes; classifications it leaves out return to their
+defaults, so a ``PUT`` with ``{}`` resets the policy, like the level weights.
 """
 
 from __future__ import annotations
@@ -55,13 +60,13 @@ _MAX_PROBLEMS = 5  # as many as a validation message names (http/app.py)
 _CLASSIFICATIONS = ", ".join(c.value for c in Classification)
 _ACTIONS = ", ".join(a.value for a in DlpAction)
 
-_SELECT = "SELECT actions, patterns FROM dlp_policies WHERE org_id = %(org_id)s"
+_SELECT = "SELECT actions, patterns, withheld FROM dlp_policies WHERE org_id = %(org_id)s"
 
 _UPSERT = """
-INSERT INTO dlp_policies (org_id, actions, patterns, updated_by)
-VALUES (%(org_id)s, %(actions)s, %(patterns)s, %(updated_by)s)
+INSERT INTO dlp_policies (org_id, actions, patterns, withheld, updated_by)
+VALUES (%(org_id)s, %(actions)s, %(patterns)s, %(withheld)s, %(updated_by)s)
 ON CONFLICT (org_id) DO UPDATE
-SET actions = EXCLUDED.actions, patterns = EXCLUDED.patterns,
+SET actions = EXCLUDED.actions, patterns = EXCLUDED.patterns, withheld = EXCLUDED.withheld,
     updated_by = EXCLUDED.updated_by, updated_at = now()
 """
 
@@ -72,9 +77,14 @@ class DlpPolicy:
 
     actions: Mapping[Classification, DlpAction] = field(default_factory=lambda: DEFAULT_ACTIONS)
     patterns: tuple[CustomPattern, ...] = ()
+    #: classifications delivered to no caller at all (an explicit choice; none by default)
+    withheld: frozenset[Classification] = frozenset()
 
     def action(self, classification: Classification | str) -> DlpAction:
         return self.actions[Classification(classification)]
+
+    def withholds(self, classification: Classification | str) -> bool:
+        return Classification(classification) in self.withheld
 
     @property
     def overrides(self) -> dict[str, str]:
@@ -98,6 +108,18 @@ def parse_actions(raw: Mapping[str, object]) -> dict[Classification, DlpAction]:
     if problems:
         raise ValidationFailedError("; ".join(problems[:_MAX_PROBLEMS]))
     return parsed
+
+
+def parse_withheld(raw: Sequence[object]) -> frozenset[Classification]:
+    """Withheld classifications from a request; ValidationFailedError names the unknown ones."""
+    known = {c.value for c in Classification}
+    unknown = [f"withheld[{n}]" for n, value in enumerate(raw) if value not in known]
+    if unknown:
+        raise ValidationFailedError(
+            f"{', '.join(unknown[:_MAX_PROBLEMS])}: unknown classification "
+            f"(one of: {_CLASSIFICATIONS})"
+        )
+    return frozenset(Classification(value) for value in raw)
 
 
 def parse_patterns(raw: Sequence[Mapping[str, Any]]) -> tuple[CustomPattern, ...]:
@@ -126,7 +148,8 @@ def _policy(row: Mapping[str, Any] | None) -> DlpPolicy:
     actions = dict(DEFAULT_ACTIONS)
     actions.update({Classification(c): DlpAction(a) for c, a in row["actions"].items()})
     patterns = tuple(CustomPattern(name=p["name"], pattern=p["pattern"]) for p in row["patterns"])
-    return DlpPolicy(actions=actions, patterns=patterns)
+    withheld = frozenset(Classification(c) for c in row["withheld"])
+    return DlpPolicy(actions=actions, patterns=patterns, withheld=withheld)
 
 
 def _authorize(principal: Principal, *, action: str) -> None:
@@ -146,16 +169,22 @@ def replace_policy(
     *,
     actions: Mapping[str, object],
     patterns: Sequence[Mapping[str, Any]],
+    withheld: Sequence[object] = (),
 ) -> DlpPolicy:
     """Make this the organisation's policy; what it leaves out returns to the defaults."""
     _authorize(principal, action="changing the DLP policy")
-    policy = DlpPolicy(actions=parse_actions(actions), patterns=parse_patterns(patterns))
+    policy = DlpPolicy(
+        actions=parse_actions(actions),
+        patterns=parse_patterns(patterns),
+        withheld=parse_withheld(withheld),
+    )
     conn.execute(
         _UPSERT,
         {
             "org_id": principal.org_id,
             "actions": Jsonb(policy.overrides),
             "patterns": Jsonb([{"name": p.name, "pattern": p.pattern} for p in policy.patterns]),
+            "withheld": sorted(c.value for c in policy.withheld),
             "updated_by": f"user:{principal.user_id}",
         },
     )

@@ -36,6 +36,9 @@ class PutPolicyRequest(RequestModel):
 
     actions: dict[str, Any] = Field(default_factory=dict)
     patterns: list[PatternModel] = Field(default_factory=list, max_length=MAX_PATTERNS)
+    #: classifications no caller receives (none by default); ``dlp.policy.parse_withheld``
+    #: refuses an unknown one
+    withheld: list[StrictStr] = Field(default_factory=list, max_length=10)
 
 
 class PatternResponse(ApiModel):
@@ -48,6 +51,7 @@ class PolicyResponse(ApiModel):
     overrides: dict[str, str]
     effective: dict[str, str]
     patterns: list[PatternResponse]
+    withheld: list[str]
 
     @classmethod
     def of(cls, found: dlp_policy.DlpPolicy) -> PolicyResponse:
@@ -56,6 +60,7 @@ class PolicyResponse(ApiModel):
             overrides=found.overrides,
             effective={c.value: a.value for c, a in found.actions.items()},
             patterns=[PatternResponse(name=p.name, pattern=p.pattern) for p in found.patterns],
+            withheld=sorted(c.value for c in found.withheld),
         )
 
 
@@ -74,5 +79,6 @@ async def put_policy(body: PutPolicyRequest, caller: Caller) -> PolicyResponse:
             caller,
             actions=body.actions,
             patterns=[p.model_dump() for p in body.patterns],
+            withheld=body.withheld,
         )
     return PolicyResponse.of(found)

@@ -38,20 +38,14 @@ _CHAIN_SPACES = """chain AS (
 _FROM_SPACE = "id = %(space_id)s"
 
 # Each space of the chain with whether a grant to the caller on it or an ancestor gives search
-# (admin implies search) and whether one gives admin (which clears the caller for the space's
-# `drop` sources, dlp/delivery.py). The chain is a path, so "an ancestor" is any chain row at the
-# same or a greater depth.
+# (every permission implies search). The chain is a path, so "an ancestor" is any chain row at
+# the same or a greater depth.
 _GRANTS = """
 SELECT c.id, c.level, c.owner_user_id,
        EXISTS (
            SELECT 1 FROM chain a JOIN grants g ON g.space_id = a.id
            WHERE a.depth >= c.depth AND g.subject = ANY(%(subjects)s)
-       ) AS granted,
-       EXISTS (
-           SELECT 1 FROM chain a JOIN grants g ON g.space_id = a.id
-           WHERE a.depth >= c.depth AND g.subject = ANY(%(subjects)s)
-             AND g.permission = 'context:space:admin'
-       ) AS admin
+       ) AS granted
 FROM chain c ORDER BY c.depth
 """
 _CHAIN_FROM_SPACE = "WITH RECURSIVE " + _CHAIN_SPACES.format(start=_FROM_SPACE) + _GRANTS
@@ -91,8 +85,6 @@ _SOURCES_FROM_ORGANISATION = _sources_sql(
 class SearchSpace:
     id: uuid.UUID
     level: Level
-    #: the caller administers this space, so its `drop` sources are delivered (dlp/delivery.py)
-    cleared: bool = False
 
 
 @dataclass(frozen=True)
@@ -111,17 +103,9 @@ def _may_search(principal: Principal, row: dict) -> bool:
     return principal.is_context_admin or row["granted"]
 
 
-def _cleared(principal: Principal, row: dict) -> bool:
-    if row["level"] == Level.PERSONAL:
-        return _may_search(principal, row)  # the owner holds every permission on it
-    return principal.is_context_admin or row["admin"]
-
-
 def _searchable(principal: Principal, rows: list[dict]) -> list[SearchSpace]:
     return [
-        SearchSpace(id=r["id"], level=Level(r["level"]), cleared=_cleared(principal, r))
-        for r in rows
-        if _may_search(principal, r)
+        SearchSpace(id=r["id"], level=Level(r["level"])) for r in rows if _may_search(principal, r)
     ]
 
 
@@ -168,7 +152,7 @@ def pending_search_spaces(
     def read_organisation_chain() -> list[SearchSpace]:
         rows = []
         if personal is not None and (row := personal.result()) is not None:
-            rows.append({**row, "granted": False, "admin": False})
+            rows.append({**row, "granted": False})
         rows.extend(organisation.result())
         return _searchable(principal, rows)
 

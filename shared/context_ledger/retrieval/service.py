@@ -19,7 +19,7 @@ import psycopg
 from context_ledger.auth.principal import Principal
 from context_ledger.cooldown import Cooldown
 from context_ledger.db.pending import Pending
-from context_ledger.dlp.delivery import delivered_text, may_deliver
+from context_ledger.dlp.delivery import delivered_text
 from context_ledger.dlp.gate import EmbeddingGate, open_gate
 from context_ledger.dlp.policy import NEVER_EMBEDDED, DlpPolicy, pending_policy
 from context_ledger.embeddings.client import EmbeddingsClient
@@ -244,16 +244,15 @@ def _ranked_chunks(
     ]
 
 
-def _deliverable_sources(
-    found: list[SearchSource], spaces: list[SearchSpace], policy: DlpPolicy
-) -> list[SearchSource]:
-    """The sources whose chunks this caller may receive (dlp/delivery.py)."""
-    cleared = {s.id for s in spaces if s.cleared}
-    return [
-        s
-        for s in found
-        if may_deliver(policy.action(s.classification), cleared=s.space_id in cleared)
-    ]
+def _withheld_warning(withheld: list[SearchSource]) -> tuple[str, ...]:
+    """What the caller is told of the sources its spaces hold that the policy withholds."""
+    if not withheld:
+        return ()
+    classes = ", ".join(sorted({s.classification for s in withheld}))
+    return (
+        f"{len(withheld)} source(s) in the searched spaces are withheld from every caller by "
+        f"the organisation's DLP policy ({classes}); nothing of them was searched",
+    )
 
 
 def _as_delivered(chunk: DeliveredChunk, policy: DlpPolicy) -> DeliveredChunk:
@@ -388,8 +387,9 @@ def retrieve(
         admitted.result()  # over a rate limit: 429 before anything read is used
     spaces, policy, weights = chain.result(), stored_policy.result(), stored_weights.result()
     levels = {s.id: s.level for s in spaces}
-    in_chain = chain_sources.result()
-    found = _deliverable_sources(searchable_sources(in_chain, spaces), spaces, policy)
+    searchable = searchable_sources(chain_sources.result(), spaces)
+    found = [s for s in searchable if not policy.withholds(s.classification)]
+    withheld = [s for s in searchable if policy.withholds(s.classification)]
     sources = {s.id: s for s in found}
     gate = open_gate(
         conn,
@@ -423,7 +423,7 @@ def retrieve(
         tokens_used=used,
         sources=sources,
         search_mode=query.mode,
-        warnings=(DEGRADED_WARNING,) if query.degraded else (),
+        warnings=((DEGRADED_WARNING,) if query.degraded else ()) + _withheld_warning(withheld),
     )
     deps.publish(attribution_event(principal, request, answer, client=client_header))
     return answer

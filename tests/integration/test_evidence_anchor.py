@@ -25,7 +25,7 @@ from context_ledger.evidence.anchor import (
     STORE_UNAVAILABLE,
     TRUNCATED,
 )
-from context_ledger.evidence.chain import append, org_chain
+from context_ledger.evidence.chain import AppendResult, append, org_chain
 from context_ledger.evidence.checkpoint_store import (
     APPENDED,
     VERIFIED,
@@ -63,21 +63,27 @@ def store(keys: KeyRing, tmp_path: Path) -> FileCheckpointStore:
     return FileCheckpointStore(tmp_path / "checkpoints")
 
 
+def _append(conn: psycopg.Connection, keys: KeyRing, n: int) -> AppendResult:
+    """Append record ``n`` to the test chain and commit it."""
+    result = append(
+        conn,
+        chain=CHAIN,
+        category="test",
+        record_id=uuid.uuid4(),
+        org_id=ORG,
+        record={"n": n},
+        keys=keys,
+    )
+    conn.commit()
+    return result
+
+
 @pytest.fixture
 def add(db: str, keys: KeyRing) -> Callable[[int], None]:
     def run(n: int) -> None:
         with psycopg.connect(db, row_factory=dict_row) as conn:
             for i in range(n):
-                append(
-                    conn,
-                    chain=CHAIN,
-                    category="test",
-                    record_id=uuid.uuid4(),
-                    org_id=ORG,
-                    record={"n": i},
-                    keys=keys,
-                )
-                conn.commit()
+                _append(conn, keys, i)
 
     return run
 
@@ -347,16 +353,7 @@ def _append_as_the_writer(db: str, keys: KeyRing, store: FileCheckpointStore, n:
     """Appends followed by the writer's checkpoint rule, as record_handler runs it."""
     for i in range(n):
         with psycopg.connect(db, row_factory=dict_row) as conn:
-            result = append(
-                conn,
-                chain=CHAIN,
-                category="test",
-                record_id=uuid.uuid4(),
-                org_id=ORG,
-                record={"n": i},
-                keys=keys,
-            )
-            conn.commit()
+            result = _append(conn, keys, i)
         checkpoint_store.checkpoint_if_due(
             chain=CHAIN, seq=result.seq, mac=result.mac, keys=keys, store=store
         )

@@ -1,7 +1,15 @@
 """Redaction: built-in and organisation detectors turn sensitive spans into typed placeholders.
 
 ``Redactor(custom).redact(text)`` returns the text with every finding replaced by
-``[REDACTED:<kind>]`` and how many of each kind were replaced. The rules:
+``[REDACTED:<kind>]``, how many of each kind were replaced, and each placeholder's span of the
+input (``findings``). The rules:
+
+- detectors read the text folded and with split tokens joined (``normalise``): fullwidth,
+  look-alike and invisible characters cannot hide a secret, nor can a line break, a
+  ``\\``-continuation or a string concatenation inside it; each finding is mapped back to the
+  span of the input it came from, and only that span is replaced, so the rest of the text stays
+  exactly as written. Base64 that decodes to text is rescanned decoded (``encoded``), and a
+  finding there redacts the whole encoded run;
 
 - overlapping findings merge into one placeholder, whose kind is that of the most specific
   detector involved (built-in detectors in their listed order, then custom patterns, then high
@@ -31,6 +39,9 @@ from types import MappingProxyType
 import re2
 
 from context_ledger.dlp.detectors import BUILTIN_DETECTORS, Detector, Finding
+from context_ledger.dlp.detectors.assignment import NamedKeyDetector
+from context_ledger.dlp.encoded import decoded_runs
+from context_ledger.dlp.normalise import Folded, fold, join_windows
 
 MAX_CUSTOM_PATTERNS = 50
 MAX_PATTERN_LENGTH = 1000
@@ -45,6 +56,9 @@ _NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9_]{1,64}\]")
 _PLACEHOLDER_MARK = "[REDACTED:"
 _SENTINEL = 0  # index of the empty pattern in the gate set
+#: Kinds whose value runs to the end of a token whatever it holds: a joined line break inside
+#: one is more likely the end of the value than a split (``password=x`` then the next line).
+_OPEN_ENDED = frozenset(NamedKeyDetector.kinds)
 
 
 class ScanError(Exception):
@@ -61,10 +75,12 @@ class CustomPattern:
 
 @dataclass(frozen=True)
 class Redaction:
-    """Redacted text and the number of placeholders put in per kind."""
+    """Redacted text, the number of placeholders put in per kind, and where each one sits in
+    the input: ``findings[i]`` is the span of the input that the i-th placeholder replaced."""
 
     text: str
     counts: Mapping[str, int]
+    findings: tuple[Finding, ...] = ()
 
 
 def placeholder(kind: str) -> str:
@@ -171,13 +187,17 @@ class Redactor:
         """``text`` with every finding replaced by its placeholder; ``ScanError`` on failure."""
         deadline = self._clock() + self._deadline_seconds
         counts: Counter[str] = Counter()
+        passes: list[list[Finding]] = []
         for _ in range(_MAX_PASSES):
             spans = self._merge(self._scan(text, deadline), _placeholders(text))
             if not spans:
                 break
+            passes.append(spans)
             text = _replace(text, spans)
             counts.update(kind for _, _, kind in spans)
-        return Redaction(text=text, counts=MappingProxyType(dict(counts)))
+        return Redaction(
+            text=text, counts=MappingProxyType(dict(counts)), findings=_in_input(passes)
+        )
 
     def find(self, text: str) -> list[Finding]:
         """The merged findings of one pass over ``text`` (what ``redact`` replaces first)."""
@@ -186,6 +206,29 @@ class Redactor:
         )
 
     def _scan(self, text: str, deadline: float) -> list[Finding]:
+        """Findings in ``text``'s offsets: of its folded form, of the tokens a join completes,
+        and of the text its base64 runs encode."""
+        try:
+            folded = fold(text)
+            windows = list(join_windows(folded.text))
+            encoded = list(decoded_runs(folded.text))
+        except Exception:
+            raise ScanError("DLP normalisation failed") from None
+        findings = [_in_source(folded, f) for f in self._detect(folded.text, deadline)]
+        for window in windows:
+            for f in self._detect(window.text, deadline):
+                if f.kind not in _OPEN_ENDED and window.crosses_join(f.start, f.end):
+                    start, end = window.offsets.span(f.start, f.end)
+                    findings.append(_in_source(folded, Finding(start, end, f.kind)))
+        for start, end, decoded in encoded:
+            inner = self._detect(decoded, deadline)
+            if inner:
+                best = min(inner, key=lambda f: self._rank[f.kind])
+                findings.append(_in_source(folded, Finding(start, end, best.kind)))
+        return findings
+
+    def _detect(self, text: str, deadline: float) -> list[Finding]:
+        """Every detector's findings in ``text`` as it is (the gate set first)."""
         findings: list[Finding] = []
         opened = set(self._gates.Match(text) or ())
         # RE2::Set reports "no match" when its automaton runs out of memory; the always-matching
@@ -242,6 +285,40 @@ def _gate_set(detectors: Sequence[Detector]) -> tuple[re2.Set, list[int | None]]
     indices = [None if d.gate is None else gates.Add(d.gate) for d in detectors]
     gates.Compile()
     return gates, indices
+
+
+def _in_source(folded: Folded, finding: Finding) -> Finding:
+    if folded.offsets is None:
+        return finding
+    return Finding(*folded.span(finding.start, finding.end), finding.kind)
+
+
+def _in_input(passes: list[list[Finding]]) -> tuple[Finding, ...]:
+    """Every pass's replaced spans in the offsets of the text the first pass read.
+
+    A later pass never cuts an earlier placeholder (``_outside``), so its spans map back whole.
+    """
+    found: list[Finding] = []
+    for index, spans in enumerate(passes):
+        for earlier in reversed(passes[:index]):
+            spans = [Finding(*_before(f.start, f.end, earlier), f.kind) for f in spans]
+        found.extend(spans)
+    return tuple(sorted(found))
+
+
+def _before(start: int, end: int, replaced: list[Finding]) -> tuple[int, int]:
+    """The span ``[start, end)`` of a text had ``replaced`` not been replaced by placeholders."""
+    shift = 0
+    old_start, old_end = start, end
+    for s, e, kind in replaced:
+        new_s = s + shift
+        length = len(placeholder(kind))
+        if new_s + length <= start:
+            old_start = start - shift - length + (e - s)
+        if new_s + length <= end:
+            old_end = end - shift - length + (e - s)
+        shift += length - (e - s)
+    return old_start, old_end
 
 
 def _placeholders(text: str) -> list[tuple[int, int]]:

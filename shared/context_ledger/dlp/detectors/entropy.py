@@ -1,16 +1,26 @@
 """High-entropy strings: random-looking tokens that no named detector knows (keys, passwords).
 
-A candidate is a run of 20+ characters of the base64/base64url alphabet. It is a secret when it
-mixes upper case, lower case and digits (random tokens do; words, identifiers, paths and numbers
-rarely do all three) and its Shannon entropy per character is near what a random string of that
-length over that alphabet has (``_threshold``).
+Two kinds of candidate:
+- anywhere, a run of 20+ characters of the base64/base64url alphabet (after a blank, a quote, an
+  ``=`` or a ``:`` alike). It is a secret when it mixes upper case, lower case and digits (random
+  tokens do; words, identifiers, paths and numbers rarely do all three) and its Shannon entropy
+  per character is near what a random string of that length over that alphabet has
+  (``_threshold``);
+- any assigned value of 16+ characters, whatever the key (``=``, ``:``, ``--flag=`` or
+  ``--flag value``, query parameters), read whole as ``assignment`` reads values, so symbols do
+  not cut it into pieces too short to judge. It is a secret when it is random-looking as above,
+  or mixes letters, digits and symbols other than separators at the same entropy, or (20+) is
+  lower case and digits switching often (base36 keys).
 
 Deliberately not flagged (each measured by ``bench/dlp.py``'s decoys):
 - identifiers and paths, which switch character class rarely or have short segments;
 - pure hexadecimal (with or without dashes): git SHAs, content digests, UUIDs, colours. They are
   everywhere in code, logs and lock files, and a hex secret almost always sits behind a name
   (``api_key = "..."``), which the ``secret`` detector catches;
-- subresource-integrity hashes (``sha512-...``) and ``data:...;base64,`` payloads.
+- subresource-integrity hashes (``sha512-...``), ``data:...;base64,`` payloads and base64
+  media (PNG, JPEG, GIF, WebP, PDF, SVG, ZIP by their encoded signature);
+- references and placeholders (``${DB_PASSWORD}``, ``{{ secrets.X }}``, ``<your-key>``), URLs
+  and paths, versions and dates (see ``assignment``).
 """
 
 from __future__ import annotations
@@ -21,15 +31,30 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 
+from context_ledger.dlp.detectors.assignment import delimiter, is_reference, key_start, read_value
 from context_ledger.dlp.detectors.base import Finding
 
 # Possessive: a run too short or followed by a fourth "=" fails at once instead of backtracking.
-_CANDIDATE = re.compile(r"(?<![A-Za-z0-9+/_=\-])[A-Za-z0-9+/_\-]{20,}+={0,2}(?![A-Za-z0-9+/_=\-])")
+# An "=" before the run is an assignment's, not padding: ``sig=...`` is a candidate.
+_CANDIDATE = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{20,}+={0,2}(?![A-Za-z0-9+/_=\-])")
+# An assignment's separator and a 16+ character value after it: ``k=v``, ``k: v``, ``--flag v``.
+_ASSIGNED = re.compile(
+    r"""(?:=|:(?!//)|(?<![\w-])--?[A-Za-z][\w-]*[ \t])[ \t]*(?=['"`]?[^\s'"`]{16})"""
+)
+_ASSIGNED_GATE = r"""[:=][ \t]*['"`]?[^\s'"`]{16}|--?[A-Za-z][\w-]*[ \t]+[^\s-][^\s]{15}"""
+_MIN_ASSIGNED = 16
+_MAX_ASSIGNED = 500
 _DIGIT = re.compile(r"\d")
 _RUN = r"[A-Za-z0-9+/_\-]"
 _CLASS_RUN = re.compile(r"\d+|[A-Z]+|[^\dA-Z]+")
 _HEX = re.compile(r"[0-9a-fA-F\-]+")
 _INTEGRITY = re.compile(r"sha(?:1|256|384|512)-")
+# How base64 of common binary formats starts: PNG, JPEG, GIF, WebP/RIFF, PDF, SVG, ZIP, BMP.
+_MEDIA = re.compile(
+    r"iVBORw0KGgo|/9j/|R0lGOD|UklGR|JVBERi0|PHN2Zy|PD94bWwg|UEsDB|Qk[0-9A-Za-z]{2}AAAA"
+)
+_VERSION_OR_DATE = re.compile(r"v?\d+(?:[.\-:/]\d+)+\b")
+_SEPARATORS = frozenset("+/=_-.:")
 
 
 def shannon_entropy(value: str) -> float:
@@ -44,6 +69,8 @@ def _threshold(length: int) -> float:
     A short string cannot show its alphabet's full entropy (20 characters carry at most
     log2(20) = 4.3 bits each), so the bar rises with length, up to 4.5 bits from 48 characters.
     """
+    if length < 20:
+        return 3.4
     if length < 24:
         return 3.7
     if length < 32:
@@ -64,13 +91,64 @@ def _random_looking(value: str) -> bool:
     return changes >= 0.4 * len(value)
 
 
+def _random_value(value: str) -> bool:
+    """Whether an assigned value of any characters is random-looking (module docstring)."""
+    length = len(value)
+    if not _MIN_ASSIGNED <= length <= _MAX_ASSIGNED or value.startswith("data:"):
+        return False
+    if (
+        _HEX.fullmatch(value)
+        or _INTEGRITY.match(value)
+        or _MEDIA.match(value)
+        or _VERSION_OR_DATE.match(value)
+        or "://" in value
+        or is_reference(value, quoted=True)
+        or not _random_looking(value)
+    ):
+        return False
+    digit = any(c.isdigit() for c in value)
+    upper = any(c.isupper() for c in value)
+    lower = any(c.islower() for c in value)
+    symbol = any(not c.isalnum() and c not in _SEPARATORS for c in value)
+    if not digit or not (upper or lower):
+        return False
+    # Lower case and digits only: base36 keys, but also slugs and ids; want more evidence.
+    base36 = not ((upper and lower) or symbol)
+    if base36 and (length < 20 or sum(c.isdigit() for c in value) < 0.2 * length):
+        return False
+    return shannon_entropy(value) >= _threshold(length)
+
+
+def _assigned_values(text: str) -> Iterator[tuple[int, int]]:
+    """Spans of every assigned value of 16+ characters (module docstring)."""
+    resume = 0
+    for match in _ASSIGNED.finditer(text):
+        if match.start() < resume:
+            continue
+        key_end = match.start()
+        if text[key_end] in ":=":
+            while key_end > 0 and text[key_end - 1] in " \t\"'":
+                key_end -= 1
+        value = read_value(text, match.end(), delimiter(text, key_start(text, key_end)))
+        if value is not None and value.end - value.start >= _MIN_ASSIGNED:
+            resume = value.end
+            yield value.start, value.end
+
+
 class HighEntropyDetector:
-    """Random-looking base64/base64url tokens (see the module docstring)."""
+    """Random-looking tokens and assigned values (see the module docstring)."""
 
     kinds = ("high_entropy",)
-    # A run of the alphabet holding a digit, an upper- and a lower-case letter, in any order.
+    # A run of the alphabet holding a digit, an upper- and a lower-case letter, in any order,
+    # or a long assigned value.
     gate = "|".join(
-        f"{a}{_RUN}*{b}{_RUN}*{c}" for a, b, c in itertools.permutations((r"\d", "[A-Z]", "[a-z]"))
+        [
+            *(
+                f"{a}{_RUN}*{b}{_RUN}*{c}"
+                for a, b, c in itertools.permutations((r"\d", "[A-Z]", "[a-z]"))
+            ),
+            _ASSIGNED_GATE,
+        ]
     )
 
     def find(self, text: str) -> Iterator[Finding]:
@@ -82,8 +160,12 @@ class HighEntropyDetector:
                 and _DIGIT.search(value)
                 and not _HEX.fullmatch(value)
                 and not _INTEGRITY.match(value)
+                and not _MEDIA.match(value)
                 and not text.endswith("base64,", 0, match.start())
                 and _random_looking(value)
                 and shannon_entropy(value.rstrip("=")) >= _threshold(len(value))
             ):
                 yield Finding(match.start(), match.end(), "high_entropy")
+        for start, end in _assigned_values(text):
+            if _random_value(text[start:end]):
+                yield Finding(start, end, "high_entropy")

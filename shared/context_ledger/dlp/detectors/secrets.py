@@ -8,46 +8,12 @@ from __future__ import annotations
 
 import re
 
-from context_ledger.dlp.detectors.base import RegexDetector, Validator
+from context_ledger.dlp.detectors.assignment import REFERENCE, NamedKeyDetector
+from context_ledger.dlp.detectors.base import Detector, RegexDetector, Validator
 
 _START = r"(?<![A-Za-z0-9_\-])"
 _END = r"(?![A-Za-z0-9_\-])"
 _AWS_ACCESS_KEY = r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|AROA|APKA)[A-Z0-9]{16}"
-
-# Values that name a secret instead of holding one: environment and template references,
-# placeholders, masks, elided examples (``ctxl_...``), ARNs, null-ish literals and type names.
-_REFERENCE = re.compile(
-    r"""\$\{?[A-Za-z_][A-Za-z0-9_.:-]*\}?|\{\{.*\}\}|<[^<>]*>|%\([^)]*\)s|\{[A-Za-z_.]*\}
-    |\*+|x+|X+|\S*\.\.\.|\[REDACTED:[a-z0-9_]+\]|arn:.*
-    |(?i:none|null|nil|true|false|undefined|str|string|bytes|int|secretstr|required|optional)""",
-    re.VERBOSE,
-)
-# A bare (unquoted) value naming another variable: ``password=db_password``, ``token=auth_token``.
-_NAMES_A_SECRET = re.compile(r"(?i)pass(?:word|wd)|secret|token")
-
-
-def _value(match: re.Match[str]) -> str:
-    return match.group("quoted") or match.group("bare") or match.group("inline") or ""
-
-
-def _literal_value(match: re.Match[str]) -> bool:
-    """Whether an assigned value is a literal rather than a reference to a secret."""
-    bare = match.group("bare") or match.group("inline")
-    if bare and _NAMES_A_SECRET.search(bare):
-        return False
-    value = _value(match)
-    return len(value) >= 3 and not _REFERENCE.fullmatch(value)
-
-
-def _literal_secret(match: re.Match[str]) -> bool:
-    """Generic keys also name harmless values (``token: "bearer"``): want 8+ chars, a digit."""
-    value = _value(match)
-    return (
-        _literal_value(match)
-        and len(value) >= 8
-        and any(c.isdigit() for c in value)
-        and not value.isdigit()
-    )
 
 
 def _mixed_case_and_digits(match: re.Match[str]) -> bool:
@@ -61,37 +27,18 @@ def _mixed_case_and_digits(match: re.Match[str]) -> bool:
 
 
 def _reference_free(match: re.Match[str]) -> bool:
-    return not _REFERENCE.fullmatch(match.group("value"))
+    return not REFERENCE.fullmatch(match.group("value"))
 
 
-def _assignment(keys: str) -> re.Pattern[str]:
-    """``key = value`` in code, config, env files, JSON, YAML, query and connection strings.
-
-    The key must end right before the separator (``password_hash = x`` is not a password). A
-    bare value must be all that is left of the field (end of line, ``;``, ``&``, ``,`` or a
-    comment), which skips calls, subscripts and prose (``password = get_pw()``), unless it is
-    written shell-style, glued to an ``=`` and followed by a blank (``PGPASSWORD=s3cret psql``,
-    ``why does DB_PASSWORD=hunter22 fail``): the ``inline`` group.
-    """
-    return re.compile(
-        r"(?i:" + keys + ")" + _SEPARATOR + r"[ \t]*"
-        r"""(?:(?P<q>['"`])(?P<quoted>[^'"`\r\n]{1,200})(?P=q)"""
-        r"""|(?P<bare>[^\s'"`,;&()\[\]{}<>]{1,200}+)(?=[ \t]*(?:[;&,#\r\n]|$))"""
-        r"""|(?<==)(?P<inline>[^\s'"`,;&()\[\]{}<>]{1,200}+)(?=[ \t]))""",
-        re.MULTILINE,
-    )
+def _token_like(match: re.Match[str]) -> bool:
+    """A bearer credential outside a header: a reference-free value holding a digit."""
+    value = match.group("value")
+    return _reference_free(match) and any(c.isdigit() for c in value)
 
 
-_ASSIGNED = ("quoted", "bare", "inline")
 _PEM_BEGIN = r"-----BEGIN[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----"
 _PEM_END = r"-----END[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----"
 _SEPARATOR = r"""['"]?[ \t]*(?::=|=>|[:=])"""
-# Key names, not secrets (S105).
-PASSWORD_KEYS = r"password|passwd|passphrase|pwd"  # noqa: S105
-SECRET_KEYS = (
-    r"secret|secret[_-]?key|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"  # noqa: S105
-    r"|signing[_-]?key|encryption[_-]?key|credentials?"
-)
 
 
 def _token(kind: str, pattern: str, gate: str, validate: Validator | None = None) -> RegexDetector:
@@ -99,7 +46,7 @@ def _token(kind: str, pattern: str, gate: str, validate: Validator | None = None
     return RegexDetector(kind, re.compile(_START + pattern + _END), gate, validate=validate)
 
 
-SECRET_DETECTORS: tuple[RegexDetector, ...] = (
+SECRET_DETECTORS: tuple[Detector, ...] = (
     # A whole PEM block; without its END (cut by a chunk boundary) the BEGIN line and the body
     # lines after it; without its BEGIN the body lines before the END line.
     RegexDetector(
@@ -161,10 +108,14 @@ SECRET_DETECTORS: tuple[RegexDetector, ...] = (
     _token("pypi_token", r"pypi-AgE[A-Za-z0-9_-]{50,255}", "pypi-AgE"),
     _token("sendgrid_key", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", r"SG\."),
     _token("ctxl_api_key", r"ctxl_[A-Za-z0-9_-]{32,64}", "ctxl_"),
+    # The login's password runs to the last "@" before the host: a raw "@" in it is the password's.
     RegexDetector(
         "password_in_url",
-        re.compile(r"://[^\s:/?#@'\"]{0,128}:(?P<value>[^\s/?#@'\"]{1,200})@"),
-        r"://[^\s:/?#@]*:[^\s/?#@]+@",
+        re.compile(
+            r"://[^\s:/?#@'\"]{0,128}:(?P<value>[^\s/?#'\"]{1,200}?)"
+            r"@(?=[A-Za-z0-9.\-\[\]]+(?::\d+)?(?:[/?#'\",;)\s]|$))(?![^\s@/?#]*@)",
+        ),
+        r"://[^\s:/?#@]*:[^\s/?#]+@",
         groups=("value",),
         validate=_reference_free,
     ),
@@ -178,20 +129,14 @@ SECRET_DETECTORS: tuple[RegexDetector, ...] = (
         groups=("value",),
         validate=_reference_free,
     ),
+    # "Bearer <token>" anywhere (a log line, a curl command, a config value), not only in an
+    # Authorization header; the header form above names the kind when both apply.
     RegexDetector(
-        "password",
-        _assignment(PASSWORD_KEYS),
-        r"(?i)(?:" + PASSWORD_KEYS + ")" + _SEPARATOR,
-        groups=_ASSIGNED,
-        validate=_literal_value,
-        anchored=True,
+        "bearer_token",
+        re.compile(r"(?<![A-Za-z])(?i:bearer)[ \t]+(?P<value>[A-Za-z0-9._~+/\-]{16,}=*)"),
+        r"(?i)bearer[ \t]+[A-Za-z0-9._~+/\-]{16}",
+        groups=("value",),
+        validate=_token_like,
     ),
-    RegexDetector(
-        "secret",
-        _assignment(SECRET_KEYS),
-        r"(?i)(?:" + SECRET_KEYS + ")" + _SEPARATOR,
-        groups=_ASSIGNED,
-        validate=_literal_secret,
-        anchored=True,
-    ),
+    NamedKeyDetector(),
 )

@@ -13,19 +13,23 @@ import binascii
 import re
 from collections.abc import Iterator
 
-# Standard or URL-safe alphabet, 16+ characters (12+ decoded bytes), optional padding.
-_CANDIDATE = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{16,}+={0,2}(?![A-Za-z0-9+/_=\-])")
-GATE = r"[A-Za-z0-9+/_\-]{16}"
+from context_ledger.dlp.detectors.runs import base64_runs
+
+_DIGIT = re.compile(r"\d")
 #: Decoded text must be this printable (tabs and line breaks count) to be rescanned.
 _PRINTABLE_SHARE = 0.95
 
 
 def decoded_runs(text: str) -> Iterator[tuple[int, int, str]]:
     """``(start, end, decoded)`` for every base64 run of ``text`` that decodes to text."""
-    for match in _CANDIDATE.finditer(text):
-        decoded = decode(match.group())
+    for start, end in base64_runs(text):
+        run = text[start:end]
+        # Base64 of 12+ bytes of text nearly always mixes cases and digits; identifiers do not.
+        if run.islower() or run.isupper() or not _DIGIT.search(run):
+            continue
+        decoded = decode(run)
         if decoded is not None:
-            yield match.start(), match.end(), decoded
+            yield start, end, decoded
 
 
 def decode(run: str) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from context_ledger.dlp.detectors.base import Detector, Finding, RegexDetector
-from context_ledger.dlp.detectors.entropy import HighEntropyDetector
+from context_ledger.dlp.detectors.entropy import AssignedEntropyDetector, HighEntropyDetector
 from context_ledger.dlp.detectors.personal import PERSONAL_DETECTORS
 from context_ledger.dlp.detectors.secrets import SECRET_DETECTORS
 
@@ -13,6 +13,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     *SECRET_DETECTORS,
     *PERSONAL_DETECTORS,
     HighEntropyDetector(),
+    AssignedEntropyDetector(),
 )
 
 __all__ = ["BUILTIN_DETECTORS", "Detector", "Finding", "RegexDetector"]

@@ -33,15 +33,17 @@ from collections.abc import Iterator
 
 from context_ledger.dlp.detectors.assignment import delimiter, is_reference, key_start, read_value
 from context_ledger.dlp.detectors.base import Finding
+from context_ledger.dlp.detectors.runs import base64_runs
 
 # Possessive: a run too short or followed by a fourth "=" fails at once instead of backtracking.
 # An "=" before the run is an assignment's, not padding: ``sig=...`` is a candidate.
-_CANDIDATE = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{20,}+={0,2}(?![A-Za-z0-9+/_=\-])")
-# An assignment's separator and a 16+ character value after it: ``k=v``, ``k: v``, ``--flag v``.
+# An assignment's separator and a 16+ character value with a digit after it: ``k=v``, ``k: v``,
+# ``--flag v`` (a URL's scheme is not a key).
 _ASSIGNED = re.compile(
-    r"""(?:=|:(?!//)|(?<![\w-])--?[A-Za-z][\w-]*[ \t])[ \t]*(?=['"`]?[^\s'"`]{16})"""
+    r"""(?:=|:(?!//)|-(?<![\w-]-)-?[A-Za-z][\w-]*[ \t])[ \t]*"""
+    r"""(?=['"`]?[^\s'"`]{16})(?=['"`]?[^\s'"`\d]*\d)"""
 )
-_ASSIGNED_GATE = r"""[:=][ \t]*['"`]?[^\s'"`]{16}|--?[A-Za-z][\w-]*[ \t]+[^\s-][^\s]{15}"""
+_MIN_RUN = 20
 _MIN_ASSIGNED = 16
 _MAX_ASSIGNED = 500
 _DIGIT = re.compile(r"\d")
@@ -136,36 +138,43 @@ def _assigned_values(text: str) -> Iterator[tuple[int, int]]:
 
 
 class HighEntropyDetector:
-    """Random-looking tokens and assigned values (see the module docstring)."""
+    """Random-looking base64/base64url runs (see the module docstring)."""
 
     kinds = ("high_entropy",)
-    # A run of the alphabet holding a digit, an upper- and a lower-case letter, in any order,
-    # or a long assigned value.
+    # A run of the alphabet holding a digit, an upper- and a lower-case letter, in any order.
     gate = "|".join(
-        [
-            *(
-                f"{a}{_RUN}*{b}{_RUN}*{c}"
-                for a, b, c in itertools.permutations((r"\d", "[A-Z]", "[a-z]"))
-            ),
-            _ASSIGNED_GATE,
-        ]
+        f"{a}{_RUN}*{b}{_RUN}*{c}" for a, b, c in itertools.permutations((r"\d", "[A-Z]", "[a-z]"))
     )
 
     def find(self, text: str) -> Iterator[Finding]:
-        for match in _CANDIDATE.finditer(text):
-            value = match.group(0)
+        for start, end in base64_runs(text):
+            value = text[start:end]
             if (
-                not value.isupper()
+                len(value) >= _MIN_RUN
+                and not value.isupper()
                 and not value.islower()
                 and _DIGIT.search(value)
                 and not _HEX.fullmatch(value)
                 and not _INTEGRITY.match(value)
                 and not _MEDIA.match(value)
-                and not text.endswith("base64,", 0, match.start())
+                and not text.endswith("base64,", 0, start)
                 and _random_looking(value)
                 and shannon_entropy(value.rstrip("=")) >= _threshold(len(value))
             ):
-                yield Finding(match.start(), match.end(), "high_entropy")
+                yield Finding(start, end, "high_entropy")
+
+
+class AssignedEntropyDetector:
+    """Random-looking assigned values, whatever the key and the characters (module docstring).
+
+    Ungated: assignments are everywhere, so a gate for them would open on nearly every text and
+    make the shared RE2 set several times slower.
+    """
+
+    kinds = ("high_entropy",)
+    gate = None
+
+    def find(self, text: str) -> Iterator[Finding]:
         for start, end in _assigned_values(text):
             if _random_value(text[start:end]):
                 yield Finding(start, end, "high_entropy")

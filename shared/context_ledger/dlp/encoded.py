@@ -8,16 +8,12 @@ left to the other detectors, so this costs one C-level decode per candidate and 
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import Iterator
 
-from context_ledger.dlp.detectors.runs import base64_runs
+from context_ledger.dlp.detectors.runs import base64_runs, decode
 
 _DIGIT = re.compile(r"\d")
-#: Decoded text must be this printable (tabs and line breaks count) to be rescanned.
-_PRINTABLE_SHARE = 0.95
 
 
 def decoded_runs(text: str) -> Iterator[tuple[int, int, str]]:
@@ -30,26 +26,3 @@ def decoded_runs(text: str) -> Iterator[tuple[int, int, str]]:
         decoded = decode(run)
         if decoded is not None:
             yield start, end, decoded
-
-
-def decode(run: str) -> str | None:
-    """The text ``run`` encodes, or None when it is not base64 of (almost all printable) text."""
-    body = run.rstrip("=")
-    if len(body) % 4 == 1:
-        return None
-    urlsafe = "-" in body or "_" in body
-    if urlsafe and ("+" in body or "/" in body):
-        return None
-    padded = body + "=" * (-len(body) % 4)
-    try:
-        if urlsafe:
-            raw = base64.urlsafe_b64decode(padded)
-        else:
-            raw = base64.b64decode(padded, validate=True)
-        decoded = raw.decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        return None
-    if decoded.isprintable():
-        return decoded
-    printable = sum(c.isprintable() or c in "\t\r\n" for c in decoded)
-    return decoded if printable >= _PRINTABLE_SHARE * len(decoded) else None

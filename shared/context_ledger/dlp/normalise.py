@@ -185,22 +185,28 @@ def fold(text: str) -> Folded:
 
 # Where a writer split a token: a line break between token characters (the next line may be
 # indented), a backslash-continuation, or the quotes and ``+`` between adjacent string literals.
-_TOKEN_CHAR = r"[A-Za-z0-9+/=_\-]"  # noqa: S105 (a character class)
+# Token characters are the base64url alphabet; "=" only as padding at a token's end, so
+# ``KEY=value`` on the next line is a statement, not the rest of a token.
+_TOKEN_CHAR = r"[A-Za-z0-9+/_\-]"  # noqa: S105 (a character class)
 # Each starts at the break itself, the character before it checked by a lookbehind placed after
 # the break: the engine then skips to line breaks and quotes. A leading lookbehind or character
 # class, or one alternation of both, is tried at nearly every position (10-25x slower).
-_T = _TOKEN_CHAR
+_T = r"[A-Za-z0-9+/=_\-]"
 _LINE_JOIN = re.compile(
-    rf"\n(?:(?<={_T}\n)|(?<={_T}\r\n)|(?<={_T}\\\n)|(?<={_T}\\\r\n))[ \t]*(?={_T})"
+    rf"\n(?:(?<={_T}\n)|(?<={_T}\r\n)|(?<={_T}\\\n)|(?<={_T}\\\r\n))[ \t]*(?={_TOKEN_CHAR})"
 )
 _QUOTE_JOIN = re.compile(
-    rf"""(?P<q>["'])(?<={_T}["'])[ \t]*\+?[ \t]*(?:\\?\r?\n[ \t]*)?(?P=q)(?={_T})"""
+    rf"""(?P<q>["'])(?<={_T}["'])[ \t]*\+?[ \t]*(?:\\?\r?\n[ \t]*)?(?P=q)(?={_TOKEN_CHAR})"""
 )
 _SPLIT_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
 _DIGIT = re.compile(r"\d")
-# After a continuation, what makes it the key of a new statement rather than a token's rest.
-_STATEMENT = re.compile(r"[ \t]*[:=(]")
-_TOKEN_AFTER = re.compile(rf"{_TOKEN_CHAR}*")
+_TOKEN_AFTER = re.compile(rf"{_TOKEN_CHAR}*=*")
+# A bare line break joins only a continuation that ends its line (closing quotes and brackets
+# aside): a wrapped key's rest stands alone, while two lines of a log, CSV or config that merely
+# end and start with tokens go on after the second one.
+_LINE_REST = re.compile(r"""[ \t"'`,;)\]}>]*(?:\r?\n|\Z)""")
+# PEM blocks are wrapped by design and have their own detector: their lines are never joined.
+_ARMOUR = re.compile(r"-----BEGIN [A-Z0-9 ]{1,40}-----[\s\S]*?-----END [A-Z0-9 ]{1,40}-----")
 #: A join is only worth a rescan when the token it makes is long enough to be a key and holds a
 #: digit (every token-shaped secret does; wrapped prose and identifiers rarely do).
 MIN_JOINED_TOKEN = 16
@@ -208,30 +214,37 @@ MIN_JOINED_TOKEN = 16
 
 @dataclass(frozen=True)
 class Window:
-    """A stretch of the folded text with its joins removed, to be rescanned.
+    """A stretch of the folded text with a split token joined, to be rescanned.
 
-    ``joins``: the window's offsets where a join was removed; a finding in the window counts only
-    when it spans one of them (the rest of the window was scanned as it is).
+    ``token``: the joined token's span in the window; ``joins``: the offsets in it where a join
+    was removed. A finding counts only when it lies within the token and spans a join (the rest
+    of the window was scanned as it is, and anything wider would take in a neighbour).
     """
 
     text: str
     offsets: OffsetMap
+    token: tuple[int, int]
     joins: tuple[int, ...]
 
-    def crosses_join(self, start: int, end: int) -> bool:
+    def completes(self, start: int, end: int) -> bool:
+        if start < self.token[0] or end > self.token[1]:
+            return False
         index = bisect.bisect_right(self.joins, start)
         return index < len(self.joins) and self.joins[index] < end
 
 
 def join_windows(text: str) -> Iterator[Window]:
-    """One window per run of joined tokens: the line before the first join up to the end of the
-    token after the last (so ``Bearer`` or ``key=`` before a split token is in it too)."""
+    """One window per joined token: the line before its first join up to its end (so ``Bearer``
+    or ``key=`` before a split token is in it too)."""
     if "\n" not in text and "'" not in text and '"' not in text:
         return
     joins = [(_break_start(text, m.start()), m.end()) for m in _LINE_JOIN.finditer(text)]
     if "'" in text or '"' in text:
         joins = sorted(joins + [m.span() for m in _QUOTE_JOIN.finditer(text)])
     joins = [join for join in joins if _worth_joining(text, join)]
+    if joins and "-----BEGIN " in text:
+        armoured = [m.span() for m in _ARMOUR.finditer(text)]
+        joins = [j for j in joins if not any(s <= j[0] < e for s, e in armoured)]
     index = 0
     while index < len(joins):
         run = [joins[index]]
@@ -253,13 +266,20 @@ def _break_start(text: str, newline: int) -> int:
 
 
 def _worth_joining(text: str, join: tuple[int, int]) -> bool:
-    """A long token with a digit, whose second part is not the key of a new statement."""
-    before = text[max(0, join[0] - 256) : join[0]]
-    start = join[0] - len(before) + len(before.rstrip(_SPLIT_ALPHABET))
+    """A long token with a digit; after a bare line break, a continuation alone on its line."""
+    start = _token_start(text, join[0])
     end = _token_end(text, join[1])
-    if join[0] - start + end - join[1] < MIN_JOINED_TOKEN or _STATEMENT.match(text, end):
+    if join[0] - start + end - join[1] < MIN_JOINED_TOKEN:
+        return False
+    bare_break = text[join[0]] == "\n" or text.startswith("\r\n", join[0])
+    if bare_break and not _LINE_REST.match(text, end):
         return False
     return bool(_DIGIT.search(text, start, join[0])) or bool(_DIGIT.search(text, join[1], end))
+
+
+def _token_start(text: str, end: int) -> int:
+    before = text[max(0, end - 256) : end]
+    return end - len(before) + len(before.rstrip(_SPLIT_ALPHABET))
 
 
 def _token_end(text: str, start: int) -> int:
@@ -273,9 +293,12 @@ def _adjacent(text: str, join: tuple[int, int], following: tuple[int, int]) -> b
 
 def _window(text: str, run: list[tuple[int, int]]) -> Window:
     start = text.rfind("\n", 0, run[0][0]) + 1
+    token_start = _token_start(text, run[0][0])
     end = _token_end(text, run[-1][1])
     builder = _Builder()
-    position = start
+    builder.copy(text, start, token_start)
+    window_token_start = builder.length
+    position = token_start
     joins = []
     for join_start, join_end in run:
         builder.copy(text, position, join_start)
@@ -283,4 +306,4 @@ def _window(text: str, run: list[tuple[int, int]]) -> Window:
         position = join_end
     builder.copy(text, position, end)
     window_text, offsets = builder.build()
-    return Window(window_text, offsets, tuple(joins))
+    return Window(window_text, offsets, (window_token_start, len(window_text)), tuple(joins))

@@ -217,7 +217,7 @@ class Redactor:
         findings = [_in_source(folded, f) for f in self._detect(folded.text, deadline)]
         for window in windows:
             for f in self._detect(window.text, deadline):
-                if f.kind not in _OPEN_ENDED and window.crosses_join(f.start, f.end):
+                if f.kind not in _OPEN_ENDED and window.completes(f.start, f.end):
                     start, end = window.offsets.span(f.start, f.end)
                     findings.append(_in_source(folded, Finding(start, end, f.kind)))
         for start, end, decoded in encoded:

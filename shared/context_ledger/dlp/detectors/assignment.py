@@ -29,18 +29,22 @@ import re2
 from context_ledger.dlp.detectors.base import Finding
 
 MAX_VALUE = 500
+#: A quoted value may be long: a PEM key in a JSON string is one line of ~1,700 characters.
+MAX_QUOTED = 16_384
 
 # Values that name a secret instead of holding one: environment and template references,
 # placeholders, masks, elided examples (``ctxl_...``), ARNs and vault paths, null-ish literals,
 # type names, and code (calls, subscripts, attribute access).
 REFERENCE = re.compile(
-    r"""\$\{?[A-Za-z_][A-Za-z0-9_.:-]*\}?|\$\{\{.*\}\}|\{\{.*\}\}|\$\(.*\)|%[A-Za-z_]\w*%
+    r"""\$\{?[A-Za-z_][A-Za-z0-9_.:-]*\}?|\$\{[A-Za-z_][^{}]*\}|\$\{\{.*\}\}|\{\{.*\}\}|\$\(.*\)|%[A-Za-z_]\w*%
     |<[^<>]*>|%\([^)]*\)s|\{[A-Za-z_.]*\}|\#\{.*\}|!(?:Ref|Sub|GetAtt|ImportValue)\b.*
     |\*+|x+|X+|\.\.\.|\S*\.\.\.|\[REDACTED:[a-z0-9_]+\]|arn:.*
     |[a-z][a-z0-9+.\-]*://[^@\s]*|(?:vault|ssm|secretsmanager|keyvault|op|sops):.*
     |[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:\(.*\)|\[.*\])
     |[A-Za-z_$][A-Za-z_$]*(?:\.[A-Za-z_$][A-Za-z_$]*)+
-    |(?i:none|null|nil|true|false|undefined|str|string|bytes|int|secretstr|required|optional)""",
+    |\*{4,}[^*\s]{0,6}|[^*\s]{0,6}\*{4,}
+    |(?i:none|null|nil|true|false|yes|no|on|off|undefined|str|string|bytes|int|secretstr
+    |required|optional)""",
     re.VERBOSE,
 )
 # Documentation placeholders (docs/decisions.md, "placeholders"): published, so not secrets.
@@ -56,7 +60,12 @@ _QUOTES = "'\"`"
 _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _FIELD_END = frozenset("#,;&|)]}'\"`")
-_BARE_END = {";": re.compile(r"[^\s;]*"), "&": re.compile(r"[^\s&#]*"), "": re.compile(r"\S*")}
+# In a ";" list an XML entity (``&amp;``) is part of the value, not the end of the field.
+_BARE_END = {
+    ";": re.compile(r"(?:&(?:[a-z]{2,6}|#\d{1,6}|#x[0-9a-fA-F]{1,6});|[^\s;])*"),
+    "&": re.compile(r"[^\s&#]*"),
+    "": re.compile(r"\S*"),
+}
 
 
 @dataclass(frozen=True)
@@ -103,18 +112,40 @@ def read_value(text: str, position: int, separator: str) -> Value | None:
         position += 1
     if position >= length:
         return None
-    quote = text[position]
-    if quote in _QUOTES:
-        close = _closing_quote(text, position + 1, quote)
+    opening = _opening_quote(text, position)
+    if opening is not None:
+        quote, escapes = opening
+        start = position + escapes + len(quote)
+        close = _closing_quote(text, start, quote, escapes)
         if close is not None:
-            return Value(position + 1, close, quoted=True, ends_field=True)
-        position += 1
+            return Value(start, close, quoted=True, ends_field=True)
+        position = start
     end = _BARE_END[separator].match(text, position, min(length, position + MAX_VALUE)).end()  # type: ignore[union-attr]
     end = max(end, _reference_end(text, position))
     end = _strip_closers(text, position, end)
     if end <= position:
         return None
     return Value(position, end, quoted=False, ends_field=_ends_field(text, end))
+
+
+# Quotes as XML writes them inside an attribute (ADO.NET ``Password=&apos;...&apos;``).
+_ENTITY_QUOTES = ("&apos;", "&quot;")
+
+
+def _opening_quote(text: str, position: int) -> tuple[str, int] | None:
+    """The quote a value opens with and how many backslashes escape it (``\\"`` inside an
+    encoded JSON string is that string's quote), or None for a bare value."""
+    escapes = 0
+    while text.startswith("\\", position + escapes):
+        escapes += 1
+    char = text[position + escapes : position + escapes + 1]
+    if char and char in _QUOTES:
+        return char, escapes
+    if escapes == 0:
+        for entity in _ENTITY_QUOTES:
+            if text.startswith(entity, position):
+                return entity, 0
+    return None
 
 
 # Openers of references that may hold blanks (``$(cat /run/secrets/db)``, ``<your password>``).
@@ -131,24 +162,31 @@ def _reference_end(text: str, start: int) -> int:
     return start
 
 
-def _closing_quote(text: str, start: int, quote: str) -> int | None:
-    index = start
-    limit = min(len(text), start + MAX_VALUE)
-    while index < limit:
-        char = text[index]
-        if char == quote:
-            return index if index > start else None
-        if char in "\r\n":
-            return None
-        index += 2 if char == "\\" else 1
+def _closing_quote(text: str, start: int, quote: str, escapes: int) -> int | None:
+    """Where a value opened by ``quote`` behind ``escapes`` backslashes ends: at the next such
+    quote behind exactly as many (more make an escaped quote inside it), on the same line."""
+    line_end = text.find("\n", start)
+    limit = min(len(text) if line_end < 0 else line_end, start + MAX_QUOTED)
+    index = text.find(quote, start, limit)
+    while index != -1:
+        run = 0
+        while index - run - 1 >= start and text[index - run - 1] == "\\":
+            run += 1
+        if run == escapes and index - escapes > start:
+            return index - escapes
+        index = text.find(quote, index + len(quote), limit)
     return None
 
 
 def _strip_closers(text: str, start: int, end: int) -> int:
-    """Drop what closes an enclosing construct: unbalanced brackets and quotes, a final ``,;``."""
+    """Drop what closes an enclosing construct: unbalanced brackets and quotes, a final ``,;``,
+    and an escaped line break (``\\n`` ends a line of source held in a JSON string)."""
     while end > start:
         char = text[end - 1]
         value = text[start:end]
+        if value.endswith(("\\n", "\\r", "\\t")):
+            end -= 2
+            continue
         unbalanced = (char in _CLOSERS and value.count(_CLOSERS[char]) < value.count(char)) or (
             char in _QUOTES and value.count(char) % 2 == 1
         )
@@ -177,49 +215,65 @@ def is_reference(value: str, *, quoted: bool) -> bool:
 
 
 def looks_secret(value: str) -> bool:
-    """8+ characters mixing letters with digits or symbols: a secret even amid prose."""
+    """8+ characters mixing letters with digits or symbols, no blank: a secret even amid prose."""
     return (
         len(value) >= 8
+        and not any(c.isspace() for c in value)
         and any(c.isalpha() for c in value)
         and any(not c.isalpha() for c in value)
         and not value.isdigit()
     )
 
 
-# Key names, not secrets (S105). Short names must start a word of the key (``db_pwd``,
-# ``dbPwd``, ``--pw``); long ones may end any key (``DBPASSWORD``).
-PASSWORD_KEYS = ("password", "passwd", "passphrase", "pwd", "pass", "pw")
-SECRET_KEYS = (
-    "secret", "token", "apikey", "api_key", "api-key", "accesskey", "access_key", "access-key",
-    "privatekey", "private_key", "private-key", "signingkey", "signing_key", "encryptionkey",
-    "encryption_key", "credential", "credentials", "accountkey", "account_key",
-    "sharedaccesskey", "sharedaccesssignature", "sig", "signature", "auth", "authkey",
-    "auth_key", "clientsecret", "client_secret", "masterkey", "master_key", "secretkey",
-    "secret_key", "webhooksecret", "bearer", "sessionkey", "session_key", "license_key",
-    "licensekey", "sas", "sastoken", "sas_token", "dsn",
-)  # fmt: skip
-_SHORT = 4
-_KINDS = dict.fromkeys(PASSWORD_KEYS, "password") | dict.fromkeys(SECRET_KEYS, "secret")
-_NAMES = sorted(_KINDS, key=len, reverse=True)
-_SEPARATOR = r"""['"]?[ \t]*(?::=|=>|[:=])|>|[ \t]+"""
-_KEY_PATTERN = re.compile(
-    r"(?i)(?P<key>" + "|".join(re.escape(n) for n in _NAMES) + r")(?P<sep>" + _SEPARATOR + ")"
+# Key names, not secrets, as the last words of a key: the words may be joined by ``_``, ``-``,
+# ``.``, a blank or nothing (``api_key``, ``mailgun.api.key``, ``API key``, ``MailgunApiKey``).
+# Short names must start a word of the key (``db_pwd``, ``dbPwd``, ``--pw``), so ``bypass`` is
+# no password; a flag or an upper-case key may end in one (``--requirepass``, ``DBPASS``).
+_J = r"[._ \-]?"
+PASSWORD_NAMES = rf"pass{_J}(?:word|wd|phrase)|pwd|pw|pass"
+SECRET_NAMES = (
+    rf"secret(?:{_J}key)?|token|api{_J}key|access{_J}key|private{_J}key|signing{_J}key|encryption{_J}key"
+    rf"|credentials?|account{_J}key|shared{_J}access{_J}(?:key|signature)|sig|signature"
+    rf"|auth(?:{_J}key)?|master{_J}key|session{_J}key|licen[cs]e{_J}key|app{_J}key|sas"
+    rf"|salt|nonce{_J}key|webhook{_J}secret"
 )
-_ENV_ITEM = re.compile(
-    r"""(?im)^[ \t]*-?[ \t]*name:[ \t]*['"]?(?P<name>[A-Za-z_][\w.\-]*)['"]?[ \t]*\r?\n"""
-    r"""[ \t]*value:"""
+#: A bare ``key`` holds secrets and everything else (``cache_key``, ``key: tls.crt``): its value
+#: counts only when it is key-shaped (``_key_shaped``).
+WEAK_NAMES = "key"
+_SHORT = 4
+_KEY_KIND = re.compile(
+    rf"(?i)(?:(?P<password>{PASSWORD_NAMES})|(?P<secret>{SECRET_NAMES})|(?P<weak>{WEAK_NAMES}))\Z"
+)
+_SEPARATOR = r"""(?:\\?['"])?[ \t]*(?::=|=>|[:=])|>|[ \t]+(?:(?:is|was)[ \t]+)?"""
+_NAME_PATTERN = rf"(?:{PASSWORD_NAMES}|{SECRET_NAMES}|{WEAK_NAMES})"
+_KEY_PATTERN = re.compile(rf"(?i)(?P<key>{_NAME_PATTERN})(?P<sep>{_SEPARATOR})")
+# A key and its value in two fields: Kubernetes and CI ``name:``/``value:``, Postman's
+# ``"key": ..., "value": ...``, XML ``<add key="..." value="..."/>``, ``<property name=...``.
+_PAIR = (
+    r"""(?:name|key)['"]?[ \t]*[:=][ \t]*['"]?(?P<name>[A-Za-z_][\w.\-]*)['"]?[ \t]*,?"""
+    r"""[ \t]*(?:\r?\n[ \t]*)?['"]?value['"]?[ \t]*[:=][ \t]*"""
+)
+_PAIR_PATTERN = re.compile("(?i)" + _PAIR)
+# ``define('AUTH_KEY', '...')`` (PHP) and ``ENV['API_TOKEN'] = ...`` style calls: a quoted key,
+# a comma, the value.
+_DEFINE = re.compile(r"""(?i)define\([ \t]*['"](?P<name>[\w.\-]+)['"][ \t]*,[ \t]*""")
+_KEY_SHAPED = re.compile(
+    r"(?:[A-Za-z]{1,8}[-_])?[0-9a-fA-F]{32,}|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}"
 )
 
 
 def key_kind(key: str) -> str | None:
-    """``password`` or ``secret`` when the key token names one (by its last word), else None."""
-    lower = key.lower()
-    for name in _NAMES:
-        if lower.endswith(name):
-            start = len(key) - len(name)
-            if len(name) > _SHORT or start == 0 or _word_starts(key, start):
-                return _KINDS[name]
-    return None
+    """``password``, ``secret`` or ``weak`` (a bare ``key``) when the key token's last words name
+    one, else None."""
+    match = _KEY_KIND.search(key)
+    if match is None:
+        return None
+    start = match.start()
+    name = match.group()
+    embedded = len(name) <= _SHORT and start > 0 and not _word_starts(key, start)
+    if embedded and not (key.startswith("-") or key.isupper()):
+        return None
+    return match.lastgroup
 
 
 def _word_starts(key: str, index: int) -> bool:
@@ -231,22 +285,20 @@ class NamedKeyDetector:
     """Values assigned to keys that name a password or a secret, whole (module docstring).
 
     Password values need 3+ characters; secret values 8+ with a digit (``token: bearer`` and
-    ``secret: my-app-secret`` name things). Neither may be a reference or placeholder.
+    ``secret: my-app-secret`` name things); a bare ``key``'s value must be key-shaped. None may
+    be a reference or placeholder.
     """
 
     kinds = ("password", "secret")
     gate = (
-        r"(?i)(?:"
-        + "|".join(re2.escape(n) for n in _NAMES)
-        + ")(?:"
-        + _SEPARATOR
-        + r""")|name:[ \t]*['"]?[\w.\-]+['"]?[ \t]*\r?\n[ \t]*value:"""
+        rf"(?i){_NAME_PATTERN}(?:{_SEPARATOR})"
+        r"""|(?:name|key)['"]?[ \t]*[:=][^\n]*\n?[^\n]*value|define\("""
     )
 
     def __init__(self) -> None:
         options = re2.Options()
         options.log_errors = False
-        self._anchor = re2.compile(self.gate, options)
+        self._anchor = re2.compile(rf"(?i){_NAME_PATTERN}(?:{_SEPARATOR})", options)
 
     def find(self, text: str) -> Iterator[Finding]:
         resume = 0
@@ -260,8 +312,10 @@ class NamedKeyDetector:
             if finding is not None:
                 resume = finding.end
                 yield finding
-        if "name:" in text:
-            yield from self._env_items(text)
+        if "value" in text or "VALUE" in text or "Value" in text:
+            yield from self._paired(text, _PAIR_PATTERN)
+        if "define(" in text:
+            yield from self._paired(text, _DEFINE)
 
     def _assigned(self, text: str, match: re.Match[str]) -> Finding | None:
         start = key_start(text, match.end("key"))
@@ -270,11 +324,9 @@ class NamedKeyDetector:
         if kind is None:
             return None
         separator = match.group("sep")
-        flag = text.startswith("-", start) or key.startswith("-")
-        blank = separator.strip() == ""
+        flag = key.startswith("-")
+        blank = separator.strip() in ("", "is", "was")
         if separator == ">" and not text.endswith("<", 0, start):
-            return None
-        if blank and not (flag or _declares(text, start)):
             return None
         value = read_value(text, match.end(), delimiter(text, start))
         if value is None:
@@ -285,22 +337,27 @@ class NamedKeyDetector:
             value = Value(value.start, value.start + len(literal), quoted=True, ends_field=True)
         if not _is_literal(literal, kind, quoted=value.quoted):
             return None
+        # A blank separates a key from its value in flags, declarations (``ENV KEY v``), netrc
+        # files and prose (``the password is X``): then the value must look like a secret.
+        if blank and not (_declares(text, start) or looks_secret(literal)):
+            return None
         # Shell style, ``PGPASSWORD=s3cret psql``: glued to its ``=``, the value ends at a blank.
         glued = separator == "=" and value.start == match.end()
         if not (value.ends_field or flag or blank or glued or looks_secret(literal)):
             return None
-        return Finding(value.start, value.end, kind)
+        return Finding(value.start, value.end, _REPORTED[kind])
 
-    def _env_items(self, text: str) -> Iterator[Finding]:
-        for item in _ENV_ITEM.finditer(text):
+    def _paired(self, text: str, pattern: re.Pattern[str]) -> Iterator[Finding]:
+        for item in pattern.finditer(text):
             kind = key_kind(item.group("name"))
             if kind is None:
                 continue
             value = read_value(text, item.end(), "")
             if value is not None and _is_literal(value.of(text), kind, quoted=value.quoted):
-                yield Finding(value.start, value.end, kind)
+                yield Finding(value.start, value.end, _REPORTED[kind])
 
 
+_REPORTED = {"password": "password", "secret": "secret", "weak": "secret"}
 _DECLARATION = re.compile(r"[ \t]*(?i:env|arg|set|setx)[ \t]+")
 
 
@@ -310,9 +367,31 @@ def _declares(text: str, start: int) -> bool:
     return _DECLARATION.fullmatch(text, line, start) is not None
 
 
+# A value that is itself a list of parameters (``?sv=...&sig=...``, ``a=1;b=2``): its own keys
+# are read one by one (``sig=`` is the secret), not the whole list.
+_PARAMETERS = re.compile(r"\??[\w.\-]+=[^&;]*(?:[&;][\w.\-]+=[^&;]*)+")
+
+
+def is_parameter_list(value: str) -> bool:
+    return _PARAMETERS.fullmatch(value) is not None
+
+
 def _is_literal(value: str, kind: str, *, quoted: bool) -> bool:
-    if is_reference(value, quoted=quoted):
+    if is_reference(value, quoted=quoted) or is_parameter_list(value):
         return False
     if kind == "password":
         return len(value) >= 3
+    if kind == "weak":
+        return _KEY_SHAPED.fullmatch(value) is not None or _mixed_token(value)
     return len(value) >= 8 and any(c.isdigit() for c in value) and not value.isdigit()
+
+
+def _mixed_token(value: str) -> bool:
+    """20+ characters of a token alphabet mixing upper case, lower case and digits."""
+    return (
+        len(value) >= 20
+        and re.fullmatch(r"[A-Za-z0-9+/=_\-]+", value) is not None
+        and any(c.isdigit() for c in value)
+        and any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+    )

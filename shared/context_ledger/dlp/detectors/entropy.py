@@ -31,9 +31,15 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 
-from context_ledger.dlp.detectors.assignment import delimiter, is_reference, key_start, read_value
+from context_ledger.dlp.detectors.assignment import (
+    delimiter,
+    is_parameter_list,
+    is_reference,
+    key_start,
+    read_value,
+)
 from context_ledger.dlp.detectors.base import Finding
-from context_ledger.dlp.detectors.runs import base64_runs
+from context_ledger.dlp.detectors.runs import base64_runs, decode
 
 # Possessive: a run too short or followed by a fourth "=" fails at once instead of backtracking.
 # An "=" before the run is an assignment's, not padding: ``sig=...`` is a candidate.
@@ -54,6 +60,25 @@ _INTEGRITY = re.compile(r"sha(?:1|256|384|512)-")
 # How base64 of common binary formats starts: PNG, JPEG, GIF, WebP/RIFF, PDF, SVG, ZIP, BMP.
 _MEDIA = re.compile(
     r"iVBORw0KGgo|/9j/|R0lGOD|UklGR|JVBERi0|PHN2Zy|PD94bWwg|UEsDB|Qk[0-9A-Za-z]{2}AAAA"
+)
+# Public key material: an SSH public key's body, an X.509 certificate's (base64 DER starts "MII"
+# only inside the block, so the block is found from its armour), a key fingerprint.
+_PUBLIC_KEY = re.compile(r"AAAA(?:B3NzaC1|C3NzaC1|E2VjZHNh)")
+_PUBLIC_BLOCK = re.compile(
+    r"-----BEGIN (?:CERTIFICATE|PUBLIC KEY|RSA PUBLIC KEY|X509 CRL|CERTIFICATE REQUEST)-----"
+    r"[\s\S]*?-----END [A-Z0-9 ]+-----|<(?:ds:)?X509Certificate>[^<]*"
+)
+# Typed object ids (Stripe's ch_, cus_, pi_... then 14+ base62): identifiers in every payment
+# log, not credentials (the key prefixes sk_, rk_, pk_ are named detectors).
+_OBJECT_ID = re.compile(
+    r"(?:ch|cus|pi|pm|sub|in|ii|txn|re|evt|prod|price|acct|ba|card|src|seti|po|tr|py|cs|ipi)"
+    r"_[A-Za-z0-9]{14,}"
+)
+# Keys whose values are digests or public material (``sha256: ...``, ``fingerprint=...``,
+# kubeconfig's ``certificate-authority-data``), however random they look.
+_PUBLIC_KEY_NAME = re.compile(
+    r"(?i)(?:sha\d*|md5|hash|digest|checksum|fingerprint|integrity|etag|crt|cert|certificate"
+    r"|pub(?:lic)?[_.\-]?key|ca[_.\-]?data|certificate[_.\-]?data|authority[_.\-]?data)\Z"
 )
 _VERSION_OR_DATE = re.compile(r"v?\d+(?:[.\-:/]\d+)+\b")
 _SEPARATORS = frozenset("+/=_-.:")
@@ -93,6 +118,17 @@ def _random_looking(value: str) -> bool:
     return changes >= 0.4 * len(value)
 
 
+def _public_spans(text: str) -> list[tuple[int, int]]:
+    """Where certificates and public keys sit: random-looking, and meant to be shared."""
+    if "-----BEGIN " not in text and "X509Certificate" not in text:
+        return []
+    return [match.span() for match in _PUBLIC_BLOCK.finditer(text)]
+
+
+def _inside(position: int, spans: list[tuple[int, int]]) -> bool:
+    return any(start <= position < end for start, end in spans)
+
+
 def _random_value(value: str) -> bool:
     """Whether an assigned value of any characters is random-looking (module docstring)."""
     length = len(value)
@@ -102,9 +138,13 @@ def _random_value(value: str) -> bool:
         _HEX.fullmatch(value)
         or _INTEGRITY.match(value)
         or _MEDIA.match(value)
+        or _PUBLIC_KEY.match(value)
+        or value.startswith(("SHA256:", "MD5:", "ssh-"))
+        or decode(value) is not None
         or _VERSION_OR_DATE.match(value)
         or "://" in value
         or is_reference(value, quoted=True)
+        or is_parameter_list(value)
         or not _random_looking(value)
     ):
         return False
@@ -116,7 +156,7 @@ def _random_value(value: str) -> bool:
         return False
     # Lower case and digits only: base36 keys, but also slugs and ids; want more evidence.
     base36 = not ((upper and lower) or symbol)
-    if base36 and (length < 20 or sum(c.isdigit() for c in value) < 0.2 * length):
+    if base36 and (upper or length < 20 or sum(c.isdigit() for c in value) < 0.2 * length):
         return False
     return shannon_entropy(value) >= _threshold(length)
 
@@ -131,7 +171,10 @@ def _assigned_values(text: str) -> Iterator[tuple[int, int]]:
         if text[key_end] in ":=":
             while key_end > 0 and text[key_end - 1] in " \t\"'":
                 key_end -= 1
-        value = read_value(text, match.end(), delimiter(text, key_start(text, key_end)))
+        start = key_start(text, key_end)
+        if _PUBLIC_KEY_NAME.search(text, start, key_end):
+            continue
+        value = read_value(text, match.end(), delimiter(text, start))
         if value is not None and value.end - value.start >= _MIN_ASSIGNED:
             resume = value.end
             yield value.start, value.end
@@ -147,10 +190,15 @@ class HighEntropyDetector:
     )
 
     def find(self, text: str) -> Iterator[Finding]:
+        public = _public_spans(text)
         for start, end in base64_runs(text):
             value = text[start:end]
             if (
                 len(value) >= _MIN_RUN
+                and not _inside(start, public)
+                and not _PUBLIC_KEY.match(value)
+                and not _OBJECT_ID.fullmatch(value)
+                and not _PUBLIC_KEY_NAME.search(text, max(0, start - 24), max(0, start - 1))
                 and not value.isupper()
                 and not value.islower()
                 and _DIGIT.search(value)
@@ -160,6 +208,7 @@ class HighEntropyDetector:
                 and not text.endswith("base64,", 0, start)
                 and _random_looking(value)
                 and shannon_entropy(value.rstrip("=")) >= _threshold(len(value))
+                and decode(value) is None
             ):
                 yield Finding(start, end, "high_entropy")
 
@@ -175,6 +224,7 @@ class AssignedEntropyDetector:
     gate = None
 
     def find(self, text: str) -> Iterator[Finding]:
+        public = _public_spans(text)
         for start, end in _assigned_values(text):
-            if _random_value(text[start:end]):
+            if not _inside(start, public) and _random_value(text[start:end]):
                 yield Finding(start, end, "high_entropy")

@@ -75,6 +75,8 @@ def _nino(match: re.Match[str]) -> bool:
 
 # Text from a URL's scheme up to its login: ``scheme://`` then no path, query or fragment yet.
 _URL_USERINFO = re.compile(r"://[^\s/?#]*$")
+_MACHINE_DOMAINS = (".gserviceaccount.com",)
+_MESSAGE_ID_HEADER = re.compile(r"(?i)(?:message-id|in-reply-to|references|content-id)[ \t]*:")
 _NINO_UNUSED_PREFIXES = frozenset({"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"})
 
 
@@ -104,8 +106,9 @@ class EmailDetector:
     """Emails, found from their ``@``: the text is searched for ``@`` (fast), never word by word.
 
     Not emails: ``user@host`` as a URL's login (``ssh://git@host``, ``https://u:p@host``; an
-    address in a URL's path or query still is one), ``git@host``, and asset names such as
-    ``icon@2x.png``.
+    address in a URL's path or query still is one), ``git@host``, asset names such as
+    ``icon@2x.png``, message ids in mail headers (``Message-ID: <id@host>``), and service
+    accounts (``x@project.iam.gserviceaccount.com``), which name machines, not people.
     """
 
     kinds = ("email",)
@@ -128,6 +131,10 @@ class EmailDetector:
     @staticmethod
     def _is_address(text: str, start: int, local: str, domain: re.Match[str]) -> bool:
         if local == "git" or domain.group("tld").lower() in _FILE_EXTENSIONS:
+            return False
+        if domain.group().lower().endswith(_MACHINE_DOMAINS):
+            return False
+        if _MESSAGE_ID_HEADER.match(text, text.rfind("\n", 0, start) + 1):
             return False
         line_start = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start))
         return not _URL_USERINFO.search(text, line_start + 1, start)

@@ -26,8 +26,27 @@ def _mixed_case_and_digits(match: re.Match[str]) -> bool:
     )
 
 
+def _varied(match: re.Match[str]) -> bool:
+    """Not a mask or placeholder (``xxxx...``, ``0000...``): a key uses many characters."""
+    return len(set(match.group("value"))) >= 8
+
+
+def _has_digit(match: re.Match[str]) -> bool:
+    return any(c.isdigit() for c in match.group(0))
+
+
 def _reference_free(match: re.Match[str]) -> bool:
     return not REFERENCE.fullmatch(match.group("value"))
+
+
+def _url_password(match: re.Match[str]) -> bool:
+    value = match.group("value")
+    return _reference_free(match) and not re.match(r"\d{1,5}(?:[/?#;]|$)", value)
+
+
+def _command_password(match: re.Match[str]) -> bool:
+    value = match.group("single") or match.group("double") or match.group("bare") or ""
+    return len(value) >= 3 and not REFERENCE.fullmatch(value)
 
 
 def _token_like(match: re.Match[str]) -> bool:
@@ -78,6 +97,7 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
         ),
         r"(?i)secret_?access_?key|aws_?secret",
         groups=("value",),
+        validate=_varied,
     ),
     _token("jwt", r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*", "eyJ"),
     _token(
@@ -95,6 +115,16 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
     _token(
         "stripe_key", r"(?:(?:sk|rk|pk)_live|(?:sk|rk)_test)_[A-Za-z0-9]{16,255}", "_(?:live|test)_"
     ),
+    # SonarQube user, project and global analysis tokens; Mailgun's key-<32 hex>.
+    _token("sonarqube_token", r"sq[upa]_[0-9a-f]{40}", "sq[upa]_"),
+    _token("mailgun_key", r"key-[0-9a-f]{32}", "key-"),
+    # The <vendor>_live_ / <vendor>_test_ convention many payment and API vendors follow.
+    _token(
+        "api_key",
+        r"[a-z]{2,10}_(?:live|test|prod)_[A-Za-z0-9]{16,255}",
+        "_(?:live|test|prod)_",
+        _has_digit,
+    ),
     _token("google_api_key", r"AIza[A-Za-z0-9_-]{35}", "AIza"),
     _token("anthropic_key", r"sk-ant-[a-z]{2,8}\d{2}-[A-Za-z0-9_-]{32,255}", "sk-ant-"),
     _token(
@@ -108,14 +138,42 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
     _token("pypi_token", r"pypi-AgE[A-Za-z0-9_-]{50,255}", "pypi-AgE"),
     _token("sendgrid_key", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", r"SG\."),
     _token("ctxl_api_key", r"ctxl_[A-Za-z0-9_-]{32,64}", "ctxl_"),
-    # The login's password runs to the last "@" before the host: a raw "@" in it is the password's.
+    # The login's password runs to the last "@" before the host, whatever it holds (a raw "@",
+    # "#", "/", "?", a backslash-escaped quote); only a bare quote or a blank ends the URL. A
+    # "password" of digits before a "/" is a port (``http://host:8080/a@b``), not a password.
     RegexDetector(
         "password_in_url",
         re.compile(
-            r"://[^\s:/?#@'\"]{0,128}:(?P<value>[^\s/?#'\"]{1,200}?)"
-            r"@(?=[A-Za-z0-9.\-\[\]]+(?::\d+)?(?:[/?#'\",;)\s]|$))(?![^\s@/?#]*@)",
+            r"://[^\s:/?#@'\"]{0,128}:(?P<value>(?:[^\s'\"\\]|\\.){1,200}?)"
+            r"@(?=[A-Za-z0-9.\-\[\]_]+(?::\d+)?(?:[/?#'\",;)\s\\]|$))(?!(?:[^\s@/?#'\"]*)@)",
         ),
-        r"://[^\s:/?#@]*:[^\s/?#]+@",
+        r"://[^\s:/?#@]*:[^\s]+@",
+        groups=("value",),
+        validate=_url_password,
+    ),
+    # Command lines that take a password as an argument: mysql's glued -p, sqlcmd's -P,
+    # redis-cli's -a, sshpass's -p, curl's and wget's user:password.
+    RegexDetector(
+        "password",
+        re.compile(
+            r"\b(?:(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb)\b[^\n]*?[ \t]-p"
+            r"|(?:sqlcmd|bcp|osql)\b[^\n]*?[ \t]-P[ \t]+"
+            r"|redis-cli\b[^\n]*?[ \t](?:-a|--pass)[ \t]+"
+            r"|sshpass\b[^\n]*?[ \t]-p[ \t]*"
+            r"|(?:curl|wget|http)\b[^\n]*?[ \t](?:-u|--user)[ \t]*['\"]?[^\s:'\"]{1,64}:)"
+            r"""(?:'(?P<single>[^'\n]{1,200})'|"(?P<double>[^"\n]{1,200})"|(?P<bare>[^\s'"]{1,200}))"""
+        ),
+        r"mysql|mysqldump|mysqladmin|mariadb|sqlcmd|bcp|osql|redis-cli|sshpass|curl|wget|http",
+        groups=("single", "double", "bare"),
+        validate=_command_password,
+    ),
+    # A .pgpass line: hostname:port:database:username:password (the port a number or "*").
+    RegexDetector(
+        "password",
+        re.compile(
+            r"(?m)^[^\s:#]{1,255}:(?:\d{1,5}|\*):[^\s:]{1,255}:[^\s:]{1,255}:(?P<value>\S{1,200})$"
+        ),
+        r"(?m)^[^\s:#]+:(?:\d+|\*):[^\s:]+:[^\s:]+:\S+$",
         groups=("value",),
         validate=_reference_free,
     ),

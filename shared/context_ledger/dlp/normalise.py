@@ -185,20 +185,20 @@ def fold(text: str) -> Folded:
 
 # Where a writer split a token: a line break between token characters (the next line may be
 # indented), a backslash-continuation, or the quotes and ``+`` between adjacent string literals.
-# Token characters are the base64url alphabet; "=" only as padding at a token's end, so
-# ``KEY=value`` on the next line is a statement, not the rest of a token.
-_TOKEN_CHAR = r"[A-Za-z0-9+/_\-]"  # noqa: S105 (a character class)
+# Token characters are the base64url alphabet and "." (JWTs, ``SG.`` keys); "=" only as padding
+# at a token's end, so ``KEY=value`` on the next line is a statement, not the rest of a token.
+_TOKEN_CHAR = r"[A-Za-z0-9+/_.\-]"  # noqa: S105 (a character class)
 # Each starts at the break itself, the character before it checked by a lookbehind placed after
 # the break: the engine then skips to line breaks and quotes. A leading lookbehind or character
 # class, or one alternation of both, is tried at nearly every position (10-25x slower).
-_T = r"[A-Za-z0-9+/=_\-]"
+_T = r"[A-Za-z0-9+/=_.\-]"
 _LINE_JOIN = re.compile(
     rf"\n(?:(?<={_T}\n)|(?<={_T}\r\n)|(?<={_T}\\\n)|(?<={_T}\\\r\n))[ \t]*(?={_TOKEN_CHAR})"
 )
 _QUOTE_JOIN = re.compile(
     rf"""(?P<q>["'])(?<={_T}["'])[ \t]*\+?[ \t]*(?:\\?\r?\n[ \t]*)?(?P=q)(?={_TOKEN_CHAR})"""
 )
-_SPLIT_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
+_SPLIT_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_.-"
 _DIGIT = re.compile(r"\d")
 _TOKEN_AFTER = re.compile(rf"{_TOKEN_CHAR}*=*")
 # A bare line break joins only a continuation that ends its line (closing quotes and brackets

@@ -207,9 +207,9 @@ _TOKEN_AFTER = re.compile(rf"{_TOKEN_CHAR}*=*")
 _LINE_REST = re.compile(r"""[ \t"'`,;)\]}>]*(?:\r?\n|\Z)""")
 # PEM blocks are wrapped by design and have their own detector: their lines are never joined.
 _ARMOUR = re.compile(r"-----BEGIN [A-Z0-9 ]{1,40}-----[\s\S]*?-----END [A-Z0-9 ]{1,40}-----")
-#: A join is only worth a rescan when the token it makes is long enough to be a key and holds a
-#: digit (every token-shaped secret does; wrapped prose and identifiers rarely do).
-MIN_JOINED_TOKEN = 16
+#: A join is only worth a rescan when the token it makes is long enough to be a key or a card
+#: number and holds a digit (every token-shaped secret does; wrapped prose rarely does).
+MIN_JOINED_TOKEN = 13
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ MAX_QUOTED = 16_384
 # type names, and code (calls, subscripts, attribute access).
 REFERENCE = re.compile(
     r"""\$\{?[A-Za-z_][A-Za-z0-9_.:-]*\}?|\$\{[A-Za-z_][^{}]*\}|\$\{\{.*\}\}|\{\{.*\}\}|\$\(.*\)|%[A-Za-z_]\w*%
-    |<[^<>]*>|%\([^)]*\)s|\{[A-Za-z_.]*\}|\#\{.*\}|!(?:Ref|Sub|GetAtt|ImportValue)\b.*
+    |<[^<>]*>|\(.*\)|%\([^)]*\)s|\{[A-Za-z_.]*\}|\#\{.*\}|!(?:Ref|Sub|GetAtt|ImportValue)\b.*
     |\*+|x+|X+|\.\.\.|\S*\.\.\.|\[REDACTED:[a-z0-9_]+\]|arn:.*
     |[a-z][a-z0-9+.\-]*://[^@\s]*|(?:vault|ssm|secretsmanager|keyvault|op|sops):.*
     |[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:\(.*\)|\[.*\])
@@ -63,7 +63,7 @@ _FIELD_END = frozenset("#,;&|)]}'\"`")
 # In a ";" list an XML entity (``&amp;``) is part of the value, not the end of the field.
 _BARE_END = {
     ";": re.compile(r"(?:&(?:[a-z]{2,6}|#\d{1,6}|#x[0-9a-fA-F]{1,6});|[^\s;])*"),
-    "&": re.compile(r"[^\s&#]*"),
+    "&": re.compile(r"[^\s&]*"),
     "": re.compile(r"\S*"),
 }
 
@@ -130,6 +130,7 @@ def read_value(text: str, position: int, separator: str) -> Value | None:
 
 # Quotes as XML writes them inside an attribute (ADO.NET ``Password=&apos;...&apos;``).
 _ENTITY_QUOTES = ("&apos;", "&quot;")
+_CLOSING = {"{": "}"}
 
 
 def _opening_quote(text: str, position: int) -> tuple[str, int] | None:
@@ -145,6 +146,9 @@ def _opening_quote(text: str, position: int) -> tuple[str, int] | None:
         for entity in _ENTITY_QUOTES:
             if text.startswith(entity, position):
                 return entity, 0
+        # ODBC and ADO.NET quote a value holding ";" in braces: ``Pwd={a;b}``.
+        if char == "{" and not text.startswith("{{", position):
+            return "{", 0
     return None
 
 
@@ -167,6 +171,7 @@ def _closing_quote(text: str, start: int, quote: str, escapes: int) -> int | Non
     quote behind exactly as many (more make an escaped quote inside it), on the same line."""
     line_end = text.find("\n", start)
     limit = min(len(text) if line_end < 0 else line_end, start + MAX_QUOTED)
+    quote = _CLOSING.get(quote, quote)
     index = text.find(quote, start, limit)
     while index != -1:
         run = 0
@@ -230,7 +235,8 @@ def looks_secret(value: str) -> bool:
 # Short names must start a word of the key (``db_pwd``, ``dbPwd``, ``--pw``), so ``bypass`` is
 # no password; a flag or an upper-case key may end in one (``--requirepass``, ``DBPASS``).
 _J = r"[._ \-]?"
-PASSWORD_NAMES = rf"pass{_J}(?:word|wd|phrase)|pwd|pw|pass"
+# ``user.info`` / ``userinfo`` hold ``user:password`` (Kafka's basic.auth.user.info, URLs).
+PASSWORD_NAMES = rf"pass{_J}(?:word|wd|phrase)|pwd|pw|pass|user{_J}info"
 SECRET_NAMES = (
     rf"secret(?:{_J}key)?|token|api{_J}key|access{_J}key|private{_J}key|signing{_J}key|encryption{_J}key"
     rf"|credentials?|account{_J}key|shared{_J}access{_J}(?:key|signature)|sig|signature"
@@ -245,8 +251,8 @@ _KEY_KIND = re.compile(
     rf"(?i)(?:(?P<password>{PASSWORD_NAMES})|(?P<secret>{SECRET_NAMES})|(?P<weak>{WEAK_NAMES}))\Z"
 )
 _SEPARATOR = r"""(?:\\?['"])?[ \t]*(?::=|=>|[:=])|>|[ \t]+(?:(?:is|was)[ \t]+)?"""
-_NAME_PATTERN = rf"(?:{PASSWORD_NAMES}|{SECRET_NAMES}|{WEAK_NAMES})"
-_KEY_PATTERN = re.compile(rf"(?i)(?P<key>{_NAME_PATTERN})(?P<sep>{_SEPARATOR})")
+NAME_PATTERN = rf"(?:{PASSWORD_NAMES}|{SECRET_NAMES}|{WEAK_NAMES})"
+_KEY_PATTERN = re.compile(rf"(?i)(?P<key>{NAME_PATTERN})(?P<sep>{_SEPARATOR})")
 # A key and its value in two fields: Kubernetes and CI ``name:``/``value:``, Postman's
 # ``"key": ..., "value": ...``, XML ``<add key="..." value="..."/>``, ``<property name=...``.
 _PAIR = (
@@ -254,6 +260,9 @@ _PAIR = (
     r"""[ \t]*(?:\r?\n[ \t]*)?['"]?value['"]?[ \t]*[:=][ \t]*"""
 )
 _PAIR_PATTERN = re.compile("(?i)" + _PAIR)
+# An XML element named by an attribute, the value its text: Android's
+# ``<string name="backend_api_key">...</string>``, ``<entry name="password">``.
+_NAMED_ELEMENT = re.compile(r"""(?i)<[\w:.\-]+[^<>]*?\bname=["'](?P<name>[\w.\-]+)["'][^<>]*>""")
 # ``define('AUTH_KEY', '...')`` (PHP) and ``ENV['API_TOKEN'] = ...`` style calls: a quoted key,
 # a comma, the value.
 _DEFINE = re.compile(r"""(?i)define\([ \t]*['"](?P<name>[\w.\-]+)['"][ \t]*,[ \t]*""")
@@ -291,14 +300,14 @@ class NamedKeyDetector:
 
     kinds = ("password", "secret")
     gate = (
-        rf"(?i){_NAME_PATTERN}(?:{_SEPARATOR})"
+        rf"(?i){NAME_PATTERN}(?:{_SEPARATOR})"
         r"""|(?:name|key)['"]?[ \t]*[:=][^\n]*\n?[^\n]*value|define\("""
     )
 
     def __init__(self) -> None:
         options = re2.Options()
         options.log_errors = False
-        self._anchor = re2.compile(rf"(?i){_NAME_PATTERN}(?:{_SEPARATOR})", options)
+        self._anchor = re2.compile(rf"(?i){NAME_PATTERN}(?:{_SEPARATOR})", options)
 
     def find(self, text: str) -> Iterator[Finding]:
         resume = 0
@@ -316,6 +325,8 @@ class NamedKeyDetector:
             yield from self._paired(text, _PAIR_PATTERN)
         if "define(" in text:
             yield from self._paired(text, _DEFINE)
+        if "name=" in text:
+            yield from self._paired(text, _NAMED_ELEMENT)
 
     def _assigned(self, text: str, match: re.Match[str]) -> Finding | None:
         start = key_start(text, match.end("key"))
@@ -328,36 +339,55 @@ class NamedKeyDetector:
         blank = separator.strip() in ("", "is", "was")
         if separator == ">" and not text.endswith("<", 0, start):
             return None
-        value = read_value(text, match.end(), delimiter(text, start))
+        if separator == ">":
+            value = _element_text(text, match.end())
+        else:
+            value = read_value(text, match.end(), delimiter(text, start))
         if value is None:
             return None
         literal = value.of(text)
-        if separator == ">":
-            literal = literal.split("</", 1)[0]
-            value = Value(value.start, value.start + len(literal), quoted=True, ends_field=True)
-        if not _is_literal(literal, kind, quoted=value.quoted):
+        if not is_literal(literal, kind, quoted=value.quoted):
             return None
         # A blank separates a key from its value in flags, declarations (``ENV KEY v``), netrc
         # files and prose (``the password is X``): then the value must look like a secret.
-        if blank and not (_declares(text, start) or looks_secret(literal)):
+        if blank and not (
+            _declares(text, start)
+            or looks_secret(literal)
+            or (flag and value.quoted and looks_secret(literal.replace(" ", "")))
+        ):
             return None
         # Shell style, ``PGPASSWORD=s3cret psql``: glued to its ``=``, the value ends at a blank.
         glued = separator == "=" and value.start == match.end()
         if not (value.ends_field or flag or blank or glued or looks_secret(literal)):
             return None
-        return Finding(value.start, value.end, _REPORTED[kind])
+        return Finding(value.start, value.end, REPORTED_KINDS[kind])
 
     def _paired(self, text: str, pattern: re.Pattern[str]) -> Iterator[Finding]:
         for item in pattern.finditer(text):
             kind = key_kind(item.group("name"))
             if kind is None:
                 continue
-            value = read_value(text, item.end(), "")
-            if value is not None and _is_literal(value.of(text), kind, quoted=value.quoted):
-                yield Finding(value.start, value.end, _REPORTED[kind])
+            if pattern is _NAMED_ELEMENT:
+                value = _element_text(text, item.end())
+            else:
+                value = read_value(text, item.end(), "")
+            if value is not None and is_literal(value.of(text), kind, quoted=value.quoted):
+                yield Finding(value.start, value.end, REPORTED_KINDS[kind])
 
 
-_REPORTED = {"password": "password", "secret": "secret", "weak": "secret"}
+REPORTED_KINDS = {"password": "password", "secret": "secret", "weak": "secret"}
+
+
+def _element_text(text: str, start: int) -> Value | None:
+    """An XML element's text from ``start`` to its closing tag, on one line, not blank."""
+    close = text.find("</", start)
+    if close <= start or "\n" in text[start:close] or "<" in text[start:close]:
+        return None
+    if not text[start:close].strip():
+        return None
+    return Value(start, close, quoted=True, ends_field=True)
+
+
 _DECLARATION = re.compile(r"[ \t]*(?i:env|arg|set|setx)[ \t]+")
 
 
@@ -376,7 +406,7 @@ def is_parameter_list(value: str) -> bool:
     return _PARAMETERS.fullmatch(value) is not None
 
 
-def _is_literal(value: str, kind: str, *, quoted: bool) -> bool:
+def is_literal(value: str, kind: str, *, quoted: bool) -> bool:
     if is_reference(value, quoted=quoted) or is_parameter_list(value):
         return False
     if kind == "password":

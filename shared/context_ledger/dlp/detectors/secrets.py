@@ -10,6 +10,8 @@ import re
 
 from context_ledger.dlp.detectors.assignment import REFERENCE, NamedKeyDetector
 from context_ledger.dlp.detectors.base import Detector, RegexDetector, Validator
+from context_ledger.dlp.detectors.runs import decode
+from context_ledger.dlp.detectors.tables import CsvColumnDetector
 
 _START = r"(?<![A-Za-z0-9_\-])"
 _END = r"(?![A-Za-z0-9_\-])"
@@ -29,6 +31,11 @@ def _mixed_case_and_digits(match: re.Match[str]) -> bool:
 def _varied(match: re.Match[str]) -> bool:
     """Not a mask or placeholder (``xxxx...``, ``0000...``): a key uses many characters."""
     return len(set(match.group("value"))) >= 8
+
+
+def _user_and_password(match: re.Match[str]) -> bool:
+    decoded = decode(match.group("value"))
+    return decoded is not None and ":" in decoded.strip(":")
 
 
 def _has_digit(match: re.Match[str]) -> bool:
@@ -145,7 +152,7 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
         "password_in_url",
         re.compile(
             r"://[^\s:/?#@'\"]{0,128}:(?P<value>(?:[^\s'\"\\]|\\.){1,200}?)"
-            r"@(?=[A-Za-z0-9.\-\[\]_]+(?::\d+)?(?:[/?#'\",;)\s\\]|$))(?!(?:[^\s@/?#'\"]*)@)",
+            r"@(?=[A-Za-z0-9.\-\[\]_]+(?::\d+)?(?:[/?#'\",;)\s\\]|$))(?![^\s@/'\"]*@)",
         ),
         r"://[^\s:/?#@]*:[^\s]+@",
         groups=("value",),
@@ -160,12 +167,36 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
             r"|(?:sqlcmd|bcp|osql)\b[^\n]*?[ \t]-P[ \t]+"
             r"|redis-cli\b[^\n]*?[ \t](?:-a|--pass)[ \t]+"
             r"|sshpass\b[^\n]*?[ \t]-p[ \t]*"
+            r"|[ \t]-u[ \t]*[^\s-]\S*[ \t]+-p[ \t]+"
             r"|(?:curl|wget|http)\b[^\n]*?[ \t](?:-u|--user)[ \t]*['\"]?[^\s:'\"]{1,64}:)"
             r"""(?:'(?P<single>[^'\n]{1,200})'|"(?P<double>[^"\n]{1,200})"|(?P<bare>[^\s'"]{1,200}))"""
         ),
-        r"mysql|mysqldump|mysqladmin|mariadb|sqlcmd|bcp|osql|redis-cli|sshpass|curl|wget|http",
+        r"mysql|mysqldump|mysqladmin|mariadb|sqlcmd|bcp|osql|redis-cli|sshpass|curl|wget|http"
+        r"|[ \t]-u[ \t]*[^\s-]\S*[ \t]+-p[ \t]",
         groups=("single", "double", "bare"),
         validate=_command_password,
+    ),
+    # A user and password passed to a call: SetBasicAuth("u", "p"), HTTPBasicAuth("u", "p"),
+    # requests' auth=("u", "p").
+    RegexDetector(
+        "password",
+        re.compile(
+            r"""(?:(?i:basic_?auth)\(|\bauth[ \t]*=[ \t]*[(\[])[ \t]*"""
+            r"""(['"])[^'"\n]{1,64}\1[ \t]*,[ \t]*(['"])(?P<value>[^'"\n]{3,200})\2"""
+        ),
+        r"(?i)basic_?auth\(|auth[ \t]*=[ \t]*[(\[]",
+        groups=("value",),
+        validate=_reference_free,
+    ),
+    # HTTP Basic credentials anywhere: "Basic " and base64 of "user:password".
+    RegexDetector(
+        "basic_auth",
+        re.compile(
+            r"(?<![A-Za-z])(?i:basic)[ \t]+(?P<value>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"
+        ),
+        r"(?i)basic[ \t]+[A-Za-z0-9+/]{8}",
+        groups=("value",),
+        validate=_user_and_password,
     ),
     # A .pgpass line: hostname:port:database:username:password (the port a number or "*").
     RegexDetector(
@@ -197,4 +228,5 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
         validate=_token_like,
     ),
     NamedKeyDetector(),
+    CsvColumnDetector(),
 )

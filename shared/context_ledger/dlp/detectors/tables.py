@@ -1,0 +1,103 @@
+"""CSV exports whose header names a credential column: every cell of that column is one.
+
+Password-manager and browser exports, API-key inventories, user dumps: ``url,username,password``
+then a row per account. The header gives the column its meaning, as a key does to a value, so a
+cell is judged like an assigned value (``assignment``): literal, not a reference or placeholder.
+A table runs from its header to the first blank line or row of another width.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from context_ledger.dlp.detectors.assignment import (
+    NAME_PATTERN,
+    REPORTED_KINDS,
+    is_literal,
+    key_kind,
+)
+from context_ledger.dlp.detectors.base import Finding
+
+_HEADER_CELL = re.compile(r"""[ \t]*["']?[A-Za-z_][\w .\-]{0,40}["']?[ \t]*""")
+
+
+def _lines(text: str) -> list[tuple[int, int]]:
+    """Each line's span, line breaks excluded (an empty line is an empty span)."""
+    spans = []
+    start = 0
+    for line in text.split("\n"):
+        end = start + len(line)
+        spans.append((start, end - 1 if line.endswith("\r") else end))
+        start = end + 1
+    return spans
+
+
+def cells(text: str, start: int, end: int) -> list[tuple[int, int, bool]]:
+    """The cells of one CSV line as ``(start, end, quoted)``; a quoted cell's span is its content
+    (doubled quotes inside kept as written)."""
+    found = []
+    position = start
+    while position <= end:
+        if position < end and text[position] == '"':
+            close = position + 1
+            while True:
+                close = text.find('"', close, end)
+                if close == -1 or not text.startswith('""', close):
+                    break
+                close += 2
+            if close == -1:
+                return found
+            found.append((position + 1, close, True))
+            position = close + 1
+            comma = text.find(",", position, end)
+            position = end + 1 if comma == -1 else comma + 1
+            continue
+        comma = text.find(",", position, end)
+        cell_end = end if comma == -1 else comma
+        found.append((position, cell_end, False))
+        position = cell_end + 1
+    return found
+
+
+class CsvColumnDetector:
+    """Cells of CSV columns named like a password or secret (module docstring)."""
+
+    kinds = ("password", "secret")
+    gate = rf"(?im)^[^\n,]*,[^\n]*(?:{NAME_PATTERN})|^[^\n]*(?:{NAME_PATTERN})[^\n]*,"
+
+    def find(self, text: str) -> Iterator[Finding]:
+        lines = _lines(text)
+        index = 0
+        while index < len(lines):
+            columns = self._credential_columns(text, *lines[index])
+            index += 1
+            if not columns:
+                continue
+            width = columns.pop(-1)
+            while index < len(lines) and lines[index][0] < lines[index][1]:
+                row = cells(text, *lines[index])
+                if len(row) != width:
+                    break
+                for column, kind in columns.items():
+                    start, end, quoted = row[column]
+                    if start < end and is_literal(text[start:end], kind, quoted=quoted):
+                        yield Finding(start, end, REPORTED_KINDS[kind])
+                index += 1
+
+    @staticmethod
+    def _credential_columns(text: str, start: int, end: int) -> dict[int, str]:
+        """Column index -> kind for a header line naming a credential (width under key -1)."""
+        if text.count(",", start, end) < 1:
+            return {}
+        header = cells(text, start, end)
+        if any(not _HEADER_CELL.fullmatch(text, s - q, e + q) for s, e, q in header):
+            return {}
+        columns: dict[int, str] = {}
+        for column, (s, e, _) in enumerate(header):
+            kind = key_kind(text[s:e].strip().strip("'\""))
+            if kind is not None:
+                columns[column] = kind
+        if columns:
+            columns[-1] = len(header)  # type: ignore[assignment]
+        return columns

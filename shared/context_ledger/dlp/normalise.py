@@ -267,12 +267,12 @@ def _break_start(text: str, newline: int) -> int:
 
 def _worth_joining(text: str, join: tuple[int, int]) -> bool:
     """A long token with a digit; after a bare line break, a continuation alone on its line."""
-    start = _token_start(text, join[0])
     end = _token_end(text, join[1])
-    if join[0] - start + end - join[1] < MIN_JOINED_TOKEN:
-        return False
     bare_break = text[join[0]] == "\n" or text.startswith("\r\n", join[0])
     if bare_break and not _LINE_REST.match(text, end):
+        return False
+    start = _token_start(text, join[0])
+    if join[0] - start + end - join[1] < MIN_JOINED_TOKEN:
         return False
     return bool(_DIGIT.search(text, start, join[0])) or bool(_DIGIT.search(text, join[1], end))
 

@@ -250,7 +250,9 @@ _SHORT = 4
 _KEY_KIND = re.compile(
     rf"(?i)(?:(?P<password>{PASSWORD_NAMES})|(?P<secret>{SECRET_NAMES})|(?P<weak>{WEAK_NAMES}))\Z"
 )
-_SEPARATOR = r"""(?:\\?['"])?[ \t]*(?::=|=>|[:=])|>|[ \t]+(?:(?:is|was)[ \t]+)?"""
+_SEPARATOR_SIGN = r"""(?:\\?['"])?[ \t]*(?::=|=>|[:=])|>"""
+_SEPARATOR_BLANK = r"[ \t]+(?:(?:is|was)[ \t]+)?"
+_SEPARATOR = rf"{_SEPARATOR_SIGN}|{_SEPARATOR_BLANK}"
 NAME_PATTERN = rf"(?:{PASSWORD_NAMES}|{SECRET_NAMES}|{WEAK_NAMES})"
 _KEY_PATTERN = re.compile(rf"(?i)(?P<key>{NAME_PATTERN})(?P<sep>{_SEPARATOR})")
 # A key and its value in two fields: Kubernetes and CI ``name:``/``value:``, Postman's
@@ -301,13 +303,19 @@ class NamedKeyDetector:
     kinds = ("password", "secret")
     gate = (
         rf"(?i){NAME_PATTERN}(?:{_SEPARATOR})"
-        r"""|(?:name|key)['"]?[ \t]*[:=][^\n]*\n?[^\n]*value|define\("""
+        r"""|(?i)value['"]?[ \t]*[:=]|define\(|name=['"]"""
     )
 
     def __init__(self) -> None:
         options = re2.Options()
         options.log_errors = False
-        self._anchor = re2.compile(rf"(?i){NAME_PATTERN}(?:{_SEPARATOR})", options)
+        # A bare "key" followed by a blank is prose ("the key is"), never a flag's value worth
+        # reading: only the stronger names anchor a blank separator.
+        self._anchor = re2.compile(
+            rf"(?i){NAME_PATTERN}(?:{_SEPARATOR_SIGN})"
+            rf"|(?:{PASSWORD_NAMES}|{SECRET_NAMES})(?:{_SEPARATOR_BLANK})",
+            options,
+        )
 
     def find(self, text: str) -> Iterator[Finding]:
         resume = 0

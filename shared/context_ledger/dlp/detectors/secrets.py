@@ -51,7 +51,16 @@ def _url_password(match: re.Match[str]) -> bool:
     return _reference_free(match) and not re.match(r"\d{1,5}(?:[/?#;]|$)", value)
 
 
+_ARGUMENT = (
+    r"""(?:'(?P<single>[^'\n]{1,200})'|"(?P<double>[^"\n]{1,200})"|(?P<bare>[^\s'"]{1,200}))"""
+)
+
+
 def _command_password(match: re.Match[str]) -> bool:
+    """A command word that starts a word, and an argument that is no reference."""
+    start = match.start()
+    if start and (match.string[start - 1].isalnum() or match.string[start - 1] in "_-"):
+        return False
     value = match.group("single") or match.group("double") or match.group("bare") or ""
     return len(value) >= 3 and not REFERENCE.fullmatch(value)
 
@@ -160,19 +169,25 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
     ),
     # Command lines that take a password as an argument: mysql's glued -p, sqlcmd's -P,
     # redis-cli's -a, sshpass's -p, curl's and wget's user:password.
+    # Literal command names first (not a lookbehind or "\b"), so the engine skips to them.
     RegexDetector(
         "password",
         re.compile(
-            r"\b(?:(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb)\b[^\n]*?[ \t]-p"
+            r"(?:(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb)\b[^\n]*?[ \t]-p"
             r"|(?:sqlcmd|bcp|osql)\b[^\n]*?[ \t]-P[ \t]+"
             r"|redis-cli\b[^\n]*?[ \t](?:-a|--pass)[ \t]+"
             r"|sshpass\b[^\n]*?[ \t]-p[ \t]*"
-            r"|[ \t]-u[ \t]*[^\s-]\S*[ \t]+-p[ \t]+"
-            r"|(?:curl|wget|http)\b[^\n]*?[ \t](?:-u|--user)[ \t]*['\"]?[^\s:'\"]{1,64}:)"
-            r"""(?:'(?P<single>[^'\n]{1,200})'|"(?P<double>[^"\n]{1,200})"|(?P<bare>[^\s'"]{1,200}))"""
+            r"|(?:curl|wget)\b[^\n]*?[ \t](?:-u|--user)[ \t]*['\"]?[^\s:'\"]{1,64}:)" + _ARGUMENT
         ),
-        r"mysql|mysqldump|mysqladmin|mariadb|sqlcmd|bcp|osql|redis-cli|sshpass|curl|wget|http"
-        r"|[ \t]-u[ \t]*[^\s-]\S*[ \t]+-p[ \t]",
+        r"mysql|mysqldump|mysqladmin|mariadb|sqlcmd|bcp|osql|redis-cli|sshpass|curl|wget",
+        groups=("single", "double", "bare"),
+        validate=_command_password,
+    ),
+    # Any tool's "-u user -p password" (rabbitmqadmin, mongo, influx...).
+    RegexDetector(
+        "password",
+        re.compile(r"-u[ \t]*[^\s-]\S*[ \t]+-p[ \t]+" + _ARGUMENT),
+        r"-u[ \t]*[^\s-]\S*[ \t]+-p[ \t]",
         groups=("single", "double", "bare"),
         validate=_command_password,
     ),

@@ -8,7 +8,13 @@ Prints:
   scanner pays) and, when installed, detect-secrets' line scanner with its default plugins;
 - per kind on the labelled sample: precision (findings of that kind overlapping a label of that
   kind), recall (labels fully covered by a finding of their kind), and how many labelled items
-  survive redaction at all (must be 0) and how many decoy documents had anything redacted.
+  survive redaction at all (must be 0) and how many decoy documents had anything redacted;
+- on the independent labelled corpus (``tests/fixtures/dlp_corpus/corpus.jsonl``, written by
+  someone who does not read the detectors; scored by ``tests/unit/dlp_corpus.py``): recall (a
+  positive counts only when every occurrence of its value is fully covered by redactions, in
+  the input's offsets), precision (findings overlapping a positive over all findings, those
+  touching only an ambiguous value left out) and negatives touched, per kind and per source,
+  and the redactor's throughput on it.
 
 Run: ``.venv/bin/python bench/dlp.py [--repeat N]`` (``make bench-dlp``).
 """
@@ -19,6 +25,7 @@ import argparse
 import json
 import re
 import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -30,6 +37,10 @@ from bench_support import write_results
 from context_ledger.dlp.redaction import Redactor
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "unit"))
+
+from dlp_corpus import CORPUS, SECRET_KINDS, load_corpus, score  # noqa: E402
+
 SAMPLE = ROOT / "bench" / "data" / "dlp" / "sample.jsonl"
 REPO_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".json", ".sql", ".sh", ".txt", ".go"}
 _SINGLE_REGEX = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{20,}")
@@ -167,6 +178,49 @@ def report_quality(sample: list[dict], redactor: Redactor) -> dict[str, Any]:
     }
 
 
+def report_corpus(redactor: Redactor) -> dict[str, Any] | None:
+    if not CORPUS.exists():
+        print(f"\nindependent corpus: {CORPUS} not found, skipped")
+        return None
+    corpus = load_corpus(CORPUS)
+    result = score(corpus, redactor)
+    kinds, sources = result.recall_by_kind, result.recall_by_source
+    negatives = sum(result.negatives_by_kind.total.values())
+    print(
+        f"\nindependent corpus: {len(corpus)} documents, {sum(kinds.total.values())} positives, "
+        f"{negatives} negatives"
+    )
+    print(
+        f"  recall {result.recall:.3f} (secrets {result.secret_recall:.3f}), precision "
+        f"{result.precision:.3f}, negatives touched {result.negatives_touched}"
+    )
+    print(f"  {'kind':<18} {'positives':>9} {'recall':>7}")
+    for kind in sorted(kinds.total):
+        secret = " (secret)" if kind in SECRET_KINDS else ""
+        print(f"  {kind:<18} {kinds.total[kind]:>9} {kinds.rate([kind]):>7.3f}{secret}")
+    print(f"  {'source':<18} {'positives':>9} {'recall':>7} {'precision':>9} {'negatives':>9}")
+    for source in sorted(set(sources.total) | set(result.negatives_by_source.total)):
+        touched = result.negatives_by_source.caught[source]
+        of = result.negatives_by_source.total[source]
+        print(
+            f"  {source:<18} {sources.total[source]:>9} {sources.rate([source]):>7.3f} "
+            f"{result.precision_of(source):>9.3f} {touched:>4}/{of:<4}"
+        )
+    for label, items in (("missed", result.missed), ("touched", result.touched)):
+        for document, kind, value in items:
+            print(f"  {label}: {document} {kind} {value[:60]!r}")
+    return {
+        "documents": len(corpus),
+        "recall": result.recall,
+        "secret_recall": result.secret_recall,
+        "precision": result.precision,
+        "negatives_touched": result.negatives_touched,
+        "negatives": negatives,
+        "recall_by_kind": {kind: kinds.rate([kind]) for kind in kinds.total},
+        "recall_by_source": {source: sources.rate([source]) for source in sources.total},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -178,8 +232,12 @@ def main() -> None:
         report_throughput("mixed corpus", [d["text"] for d in sample], redactor, args.repeat),
         report_throughput("this repository", repo_documents(), redactor, args.repeat),
     ]
+    if CORPUS.exists():
+        texts = [d["text"] for d in load_corpus(CORPUS)]
+        throughputs.append(report_throughput("independent corpus", texts, redactor, args.repeat))
     quality = report_quality(sample, redactor)
-    write_results(args.json, {"throughput": throughputs, "quality": quality})
+    corpus = report_corpus(redactor)
+    write_results(args.json, {"throughput": throughputs, "quality": quality, "corpus": corpus})
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from context_ledger.dlp.detectors.runs import base64_runs, decode
 
 _DIGIT = re.compile(r"\d")
+_TEXT_GROUP_STARTS = frozenset("CIJKLMNOPQRSTUVWXYZabcdef")
 
 
 def decoded_runs(text: str) -> Iterator[tuple[int, int, str]]:
@@ -21,7 +22,11 @@ def decoded_runs(text: str) -> Iterator[tuple[int, int, str]]:
     for start, end in base64_runs(text):
         run = text[start:end]
         # Base64 of 12+ bytes of text nearly always mixes cases and digits; identifiers do not.
+        # Each 4-character group encodes 3 bytes, the first of which, for ASCII text (a printable
+        # character, tab or line break), starts the group with one of _TEXT_GROUP_STARTS.
         if run.islower() or run.isupper() or not _DIGIT.search(run):
+            continue
+        if not set(run[0::4]) <= _TEXT_GROUP_STARTS:
             continue
         decoded = decode(run)
         if decoded is not None:

@@ -180,6 +180,11 @@ class Redactor:
             for kind in detector.kinds
         }
         self._gates, self._gated = _gate_set(self._detectors)
+        self._entropy_gates = [
+            gate
+            for detector, gate in zip(self._detectors, self._gated, strict=True)
+            if "high_entropy" in detector.kinds and gate is not None
+        ]
         self._deadline_seconds = deadline_seconds
         self._clock = clock
 
@@ -210,11 +215,14 @@ class Redactor:
         and of the text its base64 runs encode."""
         try:
             folded = fold(text)
+            opened = self._open(folded.text)
             windows = list(join_windows(folded.text))
-            encoded = list(decoded_runs(folded.text))
+            # Base64 of text mixes digits and both cases: where the entropy gate saw no such
+            # run there is nothing to decode (most code and prose), and the scan is skipped.
+            encoded = list(decoded_runs(folded.text)) if self._may_encode(opened) else []
         except Exception:
             raise ScanError("DLP normalisation failed") from None
-        findings = [_in_source(folded, f) for f in self._detect(folded.text, deadline)]
+        findings = [_in_source(folded, f) for f in self._detect(folded.text, deadline, opened)]
         for window in windows:
             for f in self._detect(window.text, deadline):
                 if f.kind not in _OPEN_ENDED and window.completes(f.start, f.end):
@@ -227,12 +235,19 @@ class Redactor:
                 findings.append(_in_source(folded, Finding(start, end, best.kind)))
         return findings
 
-    def _detect(self, text: str, deadline: float) -> list[Finding]:
+    def _open(self, text: str) -> set[int]:
+        """The gates that match ``text``. RE2::Set reports "no match" when its automaton runs
+        out of memory; the always-matching sentinel tells that apart (then every gate is open)."""
+        return set(self._gates.Match(text) or ())
+
+    def _may_encode(self, opened: set[int]) -> bool:
+        return _SENTINEL not in opened or any(gate in opened for gate in self._entropy_gates)
+
+    def _detect(self, text: str, deadline: float, opened: set[int] | None = None) -> list[Finding]:
         """Every detector's findings in ``text`` as it is (the gate set first)."""
         findings: list[Finding] = []
-        opened = set(self._gates.Match(text) or ())
-        # RE2::Set reports "no match" when its automaton runs out of memory; the always-matching
-        # sentinel tells that apart, and then every detector runs.
+        if opened is None:
+            opened = self._open(text)
         all_open = _SENTINEL not in opened
         self._check(deadline)
         for index, detector in enumerate(self._detectors):

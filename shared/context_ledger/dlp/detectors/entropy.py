@@ -134,6 +134,9 @@ def _random_value(value: str) -> bool:
     length = len(value)
     if not _MIN_ASSIGNED <= length <= _MAX_ASSIGNED or value.startswith("data:"):
         return False
+    # The cheap shape tests first: most assigned values are words, paths and numbers.
+    if value.isalpha() or value.isdigit() or not _random_looking(value):
+        return False
     if (
         _HEX.fullmatch(value)
         or _INTEGRITY.match(value)
@@ -145,7 +148,6 @@ def _random_value(value: str) -> bool:
         or "://" in value
         or is_reference(value, quoted=True)
         or is_parameter_list(value)
-        or not _random_looking(value)
     ):
         return False
     digit = any(c.isdigit() for c in value)

@@ -13,7 +13,7 @@ from context_ledger.dlp.detectors.base import Detector, RegexDetector, Validator
 from context_ledger.dlp.detectors.runs import decode
 from context_ledger.dlp.detectors.tables import CsvColumnDetector
 
-_START = r"(?<![A-Za-z0-9_\-])"
+_TOKEN_NEIGHBOUR = re.compile(r"[A-Za-z0-9_\-]")
 _END = r"(?![A-Za-z0-9_\-])"
 _AWS_ACCESS_KEY = r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|AROA|APKA)[A-Z0-9]{16}"
 
@@ -77,8 +77,20 @@ _SEPARATOR = r"""['"]?[ \t]*(?::=|=>|[:=])"""
 
 
 def _token(kind: str, pattern: str, gate: str, validate: Validator | None = None) -> RegexDetector:
-    """A provider token: a fixed prefix and its alphabet, standing alone."""
-    return RegexDetector(kind, re.compile(_START + pattern + _END), gate, validate=validate)
+    """A provider token: a fixed prefix and its alphabet, standing alone.
+
+    The start is checked on the match, not by a leading lookbehind: a pattern that opens with
+    its literal prefix lets the engine skip to candidates, one that opens with a lookbehind is
+    tried at every position (5-10x slower on a text where the gate opened).
+    """
+
+    def standalone(match: re.Match[str]) -> bool:
+        start = match.start()
+        if start and _TOKEN_NEIGHBOUR.match(match.string, start - 1):
+            return False
+        return validate is None or validate(match)
+
+    return RegexDetector(kind, re.compile(pattern + _END), gate, validate=standalone)
 
 
 SECRET_DETECTORS: tuple[Detector, ...] = (
@@ -237,7 +249,7 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
     # Authorization header; the header form above names the kind when both apply.
     RegexDetector(
         "bearer_token",
-        re.compile(r"(?<![A-Za-z])(?i:bearer)[ \t]+(?P<value>[A-Za-z0-9._~+/\-]{16,}=*)"),
+        re.compile(r"[Bb](?<![A-Za-z][Bb])(?i:earer)[ \t]+(?P<value>[A-Za-z0-9._~+/\-]{16,}=*)"),
         r"(?i)bearer[ \t]+[A-Za-z0-9._~+/\-]{16}",
         groups=("value",),
         validate=_token_like,

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from bench_support import scratch_dir, write_results
+from bench_support import git_revision, scratch_dir, write_results
 from chain import attribution_event, fetch_chain, new_org
 from psycopg.rows import dict_row
 from tqdm import tqdm
@@ -231,10 +231,12 @@ def measure(
 
 
 def explain_index_check(conn: psycopg.Connection, *, chain: str) -> str:
-    """The plan of the index check's attributions statement, run (EXPLAIN ANALYZE, BUFFERS)."""
+    """The plan of the index check's attributions statement, run (EXPLAIN ANALYZE, BUFFERS,
+    VERBOSE for the expressions), without parallel workers as its cursor runs it."""
     from context_ledger.attribution import index_check
 
-    statement = "EXPLAIN (ANALYZE, BUFFERS) " + index_check._ATTRIBUTION_ROWS
+    conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+    statement = "EXPLAIN (ANALYZE, BUFFERS, VERBOSE) " + index_check._ATTRIBUTION_ROWS
     plan = conn.execute(statement, {"chain": chain, "from_seq": 1}).fetchall()
     conn.rollback()
     return "\n".join(row["QUERY PLAN"] for row in plan)
@@ -352,7 +354,16 @@ def main(argv: list[str] | None = None) -> int:
         f"load average {load_start} → {load_average()}; total {time.perf_counter() - started:.0f} s"
     )
     write_results(
-        args.json, {"scales": results, "load_average": f"{load_start} → {load_average()}"}
+        args.json,
+        {
+            "command": " ".join(
+                ["bench/chain_scale.py", *(argv if argv is not None else sys.argv[1:])]
+            ),
+            "git": git_revision(),
+            "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "load_average": f"{load_start} → {load_average()}",
+            "scales": results,
+        },
     )
     return 0
 

@@ -9,8 +9,15 @@ two cannot drift.
 
 PostgreSQL extracts the few record fields compared, so the records themselves never travel; the
 MACs are the chain walk's to check. Rows are read through one server-side cursor, ``batch`` at a
-time. Rows pointing at entries before ``from_seq`` are left out: a verification that trusts
-those entries (from a checkpoint) trusts their rows too, and the daily job verifies in full.
+time, in no particular order (the problems are sorted at the end). Rows pointing at entries before
+``from_seq`` are left out: a verification that trusts those entries (from a checkpoint) trusts
+their rows too, and the daily job verifies in full.
+
+Two details of the statements decide their cost at scale (``bench/chain_scale.py``, see
+docs/decisions.md "A cut tail is caught"): ``OFFSET 0`` keeps the planner from pulling the
+``LATERAL`` subquery up into the select list, where each record would be parsed into ``jsonb``
+once per field read (seven times) instead of once; and there is no ``ORDER BY``, which sorted all
+of a chain's rows (spilling to disk) for an order nothing relies on.
 """
 
 from __future__ import annotations
@@ -42,9 +49,8 @@ SELECT a.attribution_id AS row_attribution_id, a.request_id AS row_request_id,
     + """
 FROM attributions AS a
 LEFT JOIN evidence_chain AS e ON e.chain = a.chain AND e.seq = a.seq
-LEFT JOIN LATERAL (SELECT convert_from(e.record, 'UTF8')::jsonb AS r) AS parsed ON true
+LEFT JOIN LATERAL (SELECT convert_from(e.record, 'UTF8')::jsonb AS r OFFSET 0) AS parsed ON true
 WHERE a.chain = %(chain)s AND a.seq >= %(from_seq)s
-ORDER BY a.seq
 """
 )
 _LINK_ROWS = (
@@ -56,9 +62,8 @@ SELECT l.attribution_id AS row_attribution_id, l.response_id AS row_response_id,
 FROM attribution_links AS l
 JOIN attributions AS a ON a.attribution_id = l.attribution_id
 LEFT JOIN evidence_chain AS e ON e.chain = l.chain AND e.seq = l.seq
-LEFT JOIN LATERAL (SELECT convert_from(e.record, 'UTF8')::jsonb AS r) AS parsed ON true
+LEFT JOIN LATERAL (SELECT convert_from(e.record, 'UTF8')::jsonb AS r OFFSET 0) AS parsed ON true
 WHERE l.chain = %(chain)s AND l.seq >= %(from_seq)s
-ORDER BY l.seq
 """
 )
 _RECORD_FIELDS = (

@@ -11,7 +11,7 @@ ifeq ($(PY312),)
 PY312 := $(shell command -v python3.12 2>/dev/null)
 endif
 
-.PHONY: install dev demo test fuzz lint lint-sam format build eval bench bench-ingest bench-retrieve bench-gateway bench-dlp bench-relevant bench-hnsw bench-chain bench-embeddings bench-quotas load faults clean
+.PHONY: install dev demo test fuzz lint lint-sam format build eval bench bench-ingest bench-retrieve bench-gateway bench-dlp bench-relevant bench-hnsw bench-chain bench-chain-scale bench-embeddings bench-quotas load faults clean
 
 $(BIN)/context-ledger: pyproject.toml shared/requirements.txt functions/embeddings/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,9 @@ $(VENV)-torch/bin/python:
 
 bench-chain: install  ## evidence chain: writer-handler appends/s and verify records/s vs bare SQL
 	$(BIN)/python bench/chain.py
+
+bench-chain-scale: install  ## the daily full verification of one chain at 100k and 1M entries vs fetch (~2 GB of disk, 20-30 min)
+	$(BIN)/python bench/chain_scale.py $(ARGS)
 
 bench-hnsw: install $(VENV)-torch/bin/python  ## pgvector HNSW recall and latency against ef_search, MiniLM and hashing vectors (first run embeds 100k passages, ~30 min)
 	$(BIN)/python bench/hnsw_recall.py --torch-python $(VENV)-torch/bin/python --json bench/results/hnsw_recall.json $(ARGS)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import time
 import uuid
@@ -9,6 +12,8 @@ from pathlib import Path
 
 import jwt
 import pytest
+from api_support import sign_jws
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from context_ledger.auth.jwt_verifier import JwtVerifier
@@ -148,3 +153,133 @@ def test_a_rotated_key_is_picked_up_after_the_refresh_interval(keys, tmp_path: P
     principal = verifier.verify(_sign(keys, _claims(), kid="rotated", key=new_key))
 
     assert principal.user_id == "alice"
+
+
+def _header(keys, **overrides) -> dict:
+    return {"alg": "RS256", "typ": "JWT", "kid": keys.kid, **overrides}
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        {"crit": ["exp"]},
+        {"crit": ["b64"], "b64": True},
+        {"crit": "x"},
+        {"kid": 5},
+        {"kid": {"id": "k"}},
+        {"kid": ["k"]},
+        {"kid": ""},
+        {"alg": "none"},
+        {"alg": ["RS256"]},
+    ],
+    ids=repr,
+)
+def test_a_validly_signed_token_with_a_hostile_header_is_refused(keys, verifier, header) -> None:
+    token = sign_jws(keys, _header(keys, **header), _claims())
+
+    with pytest.raises(UnauthorizedError):
+        verifier.verify(token)
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {"scope": 5},
+        {"scope": {"context:admin": True}},
+        {"scp": [5]},
+        {"scp": [{"a": 1}]},
+        {"scp": ["context:admin audit:read"]},
+        {"scope": "context:admin\x00"},
+        {"sub": "al\x00ice"},
+        {"sub": "al\nice"},
+        {"sub": "\ud800"},
+        {"sub": 5},
+        {"sub": ["alice"]},
+        {"org_id": 0x11111111111111111111111111111111},
+        {"org_id": {"id": str(ORG)}},
+        {"groups": "eng"},
+        {"groups": [5]},
+        {"groups": [{"name": "eng"}]},
+        {"groups": ["eng\nadmins"]},
+        {"groups": [""]},
+        {"client_id": {"id": "editor"}},
+        {"client_id": "edi\x00tor"},
+        {"azp": ["editor"]},
+        {"principal_type": {"kind": "service"}},
+        {"principal_type": ["service"]},
+        {"iss": 5},
+        {"iss": [ISSUER]},
+        {"iss": {"iss": ISSUER}},
+        {"aud": 5},
+        {"aud": {"aud": AUDIENCE}},
+        {"aud": [5]},
+        {"exp": str(int(time.time()) + 600)},
+        {"exp": True},
+        {"exp": 10**400},
+        {"exp": [int(time.time()) + 600]},
+        {"nbf": str(int(time.time()) - 5)},
+        {"iat": True},
+    ],
+    ids=repr,
+)
+def test_a_validly_signed_token_with_a_claim_of_the_wrong_type_is_refused(
+    keys, verifier, claims
+) -> None:
+    token = sign_jws(keys, _header(keys), _claims(**claims))
+
+    with pytest.raises(UnauthorizedError):
+        verifier.verify(token)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [b'{"exp": Infinity}', b'{"exp": NaN}', b'{"exp": 1e999}', b"[1]", b'"x"', b"\xff\xfe"],
+    ids=repr,
+)
+def test_a_validly_signed_payload_that_is_no_claims_object_is_refused(
+    keys, verifier, payload: bytes
+) -> None:
+    with pytest.raises(UnauthorizedError):
+        verifier.verify(sign_jws(keys, _header(keys), payload))
+
+
+def test_a_token_signed_hs256_with_the_public_key_is_refused(keys, verifier) -> None:
+    public_pem = (
+        serialization.load_pem_private_key(keys.private_key_path.read_bytes(), password=None)
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    header = _segment_json(_header(keys, alg="HS256"))
+    payload = _segment_json(_claims())
+    mac = hmac.new(public_pem, f"{header}.{payload}".encode(), hashlib.sha256).digest()
+
+    with pytest.raises(UnauthorizedError, match="RS256 only"):
+        verifier.verify(f"{header}.{payload}.{_b64(mac)}")
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["a" * 20_000 + ".b.c", "!!!.@@@.###", "é.é.é", "\ud800.a.b", "a.b", "a.b.c.d", "a..c", ""],
+    ids=lambda t: repr(t[:20]),
+)
+def test_a_token_that_is_no_compact_jws_is_malformed(verifier, token: str) -> None:
+    with pytest.raises(UnauthorizedError, match="malformed"):
+        verifier.verify(token)
+
+
+def test_a_valid_token_with_scp_as_a_list_and_an_empty_client_id(keys, verifier) -> None:
+    claims = _claims(scp=["context:admin", "audit:read"], client_id="", azp="editor", groups=None)
+
+    principal = verifier.verify(sign_jws(keys, _header(keys), claims))
+
+    assert principal.scopes == {"context:admin", "audit:read"}
+    assert principal.client_id == "editor"
+    assert principal.groups == frozenset()
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def _segment_json(value: dict) -> str:
+    return _b64(json.dumps(value).encode())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -12,6 +13,9 @@ import psycopg
 from context_ledger.auth.principal import AuthMethod, Principal, PrincipalKind
 
 PREFIX = "ctxl_"
+#: What create_api_key issues: the prefix and token_urlsafe(32). Anything else is unknown without
+#: a lookup (and a lone surrogate, which a hash cannot encode, never reaches one).
+_KEY_SHAPE = re.compile(r"ctxl_[A-Za-z0-9_-]{43}")
 
 _INSERT = """
 INSERT INTO api_keys (org_id, user_id, client_id, name, key_hash, key_prefix, scopes, groups,
@@ -82,7 +86,7 @@ def create_api_key(
 
 def principal_for_api_key(conn: psycopg.Connection, key: str) -> Principal | None:
     """The key's principal, or None for an unknown, revoked or expired key."""
-    if not looks_like_api_key(key) or len(key) > 128:
+    if not _KEY_SHAPE.fullmatch(key):
         return None
     row = conn.execute(_LOOKUP, {"key_hash": _hash(key)}).fetchone()
     if row is None:

@@ -23,13 +23,13 @@ def bucket(name: str, per_minute: int, burst_seconds: float = 10) -> Bucket:
     return Bucket(BucketKind.ORGANISATION, key, per_minute, burst_seconds)
 
 
-def take(*buckets: Bucket, at: float = 0.0) -> list[Verdict]:
+def take(*buckets: Bucket, at: float = 0.0, cost: int = 1) -> list[Verdict]:
     with connection() as conn:
-        return store.take(conn, buckets, now=T0 + timedelta(seconds=at))
+        return store.take(conn, buckets, cost=cost, now=T0 + timedelta(seconds=at))
 
 
-def admitted(*buckets: Bucket, at: float = 0.0) -> bool:
-    return not any(v.refused for v in take(*buckets, at=at))
+def admitted(*buckets: Bucket, at: float = 0.0, cost: int = 1) -> bool:
+    return not any(v.refused for v in take(*buckets, at=at, cost=cost))
 
 
 def spent_burst() -> Bucket:
@@ -108,6 +108,31 @@ def test_a_request_refused_by_one_bucket_charges_none(db) -> None:
 
     assert [v.refused for v in verdicts] == [False, True]
     assert admitted(org)  # its second request was not charged by the refusal
+
+
+def test_a_request_of_cost_n_uses_n_requests_of_the_burst(db) -> None:
+    org = bucket("org", per_minute=60, burst_seconds=10)  # 1 per second, 10 at once
+
+    assert admitted(org, cost=7)
+    assert not admitted(org, cost=4)  # 7 + 4 > 10, and refused it charges nothing
+    assert admitted(org, cost=3)
+    [refused] = take(org)
+
+    assert refused.wait_seconds == pytest.approx(1.0)
+
+
+def test_a_request_worth_more_than_the_burst_waits_for_a_rested_bucket(db) -> None:
+    org = bucket("org", per_minute=60, burst_seconds=10)
+    take(org)
+
+    [early] = take(org, cost=15)
+    rested = admitted(org, cost=15, at=1.0)
+    [after] = take(org, at=1.0)
+
+    assert early.wait_seconds == pytest.approx(1.0)  # until the one request has drained
+    assert rested
+    # 15 taken against a burst of 10: 5 in debt, so the next waits 5 s + its own 1 s
+    assert after.wait_seconds == pytest.approx(6.0)
 
 
 def test_verdicts_come_in_the_order_asked(db) -> None:

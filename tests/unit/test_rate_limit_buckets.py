@@ -107,6 +107,13 @@ def test_a_rate_slower_than_the_burst_still_admits_one_request() -> None:
     assert bucket.tolerance_seconds == bucket.emission_seconds == 30
 
 
+def test_a_request_of_cost_n_is_charged_n_emissions_within_a_tolerance_of_at_least_that() -> None:
+    bucket = Bucket(BucketKind.API_KEY, b"k" * 32, per_minute=60, burst_seconds=10)
+
+    assert bucket.charge(4) == (pytest.approx(4.0), 10)
+    assert bucket.charge(2048) == (pytest.approx(2048.0), pytest.approx(2048.0))
+
+
 # --- the memory API's credential key (its spec: per API key; tokens per user and client) -----
 
 

@@ -96,9 +96,23 @@ def parse_request(body: Any) -> EmbeddingsRequest:
     return EmbeddingsRequest(model, texts, dimensions, encoding)
 
 
+def read_request(raw: bytes) -> EmbeddingsRequest:
+    """The request in the raw bytes of a ``POST /v1/embeddings``, or InputError."""
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):  # RecursionError: nested too deep to parse
+        raise InputError("We could not parse the JSON body of your request.") from None
+    return parse_request(body)
+
+
 def respond(body: Any, service: EmbeddingsService) -> dict[str, Any]:
     """OpenAI's answer to a decoded request body, or InputError."""
-    request = parse_request(body)
+    return embed(parse_request(body), service)
+
+
+def embed(request: EmbeddingsRequest, service: EmbeddingsService) -> dict[str, Any]:
+    """OpenAI's answer to a validated request, or InputError (``dimensions`` the service
+    cannot give)."""
     embedded = service.embed(request.texts, request.dimensions)
     return {
         "object": "list",
@@ -114,14 +128,14 @@ def respond(body: Any, service: EmbeddingsService) -> dict[str, Any]:
 def answer(raw: bytes, service: EmbeddingsService) -> tuple[int, dict[str, Any]]:
     """Status and body for the raw bytes of a ``POST /v1/embeddings``: never an exception."""
     try:
-        body = json.loads(raw)
-    except (ValueError, RecursionError):  # RecursionError: nested too deep to parse
-        message = "We could not parse the JSON body of your request."
-        return 400, error_body(message, kind="invalid_request_error")
-    try:
-        return 200, respond(body, service)
+        return 200, embed(read_request(raw), service)
     except InputError as exc:
-        return 400, error_body(str(exc), kind="invalid_request_error", param=exc.param)
+        return 400, input_error_body(exc)
+
+
+def input_error_body(exc: InputError) -> dict[str, Any]:
+    """OpenAI's 400 body for a request that breaks its rules."""
+    return error_body(str(exc), kind="invalid_request_error", param=exc.param)
 
 
 def _encode(vector: list[float], encoding: EncodingFormat) -> list[float] | str:

@@ -6,11 +6,13 @@ credential is ``401``, never ``429``) and before the route's own work, with one 
 pooled connection it gives back before the handler takes its own. A refused request answers
 ``429 rate_limited`` with ``Retry-After``: the whole seconds until the request would be admitted.
 
-A route marked :func:`counted_in_first_round_trip` sends that statement itself, last in its
-first pipeline (``Quota.send``; the retrieve use case): one round trip less. Over the limit, it
-answers 429 before anything else it read is used. A request that ends before the route sends it
-(an invalid body: 422) is counted when it ends, its answer unchanged; one the database failed
-(503) is not, as counting it would wait for the unreachable database a second time.
+A route marked :func:`counted_by_route` counts its request itself: the retrieve use case sends
+the statement last in its first pipeline (``Quota.send``: one round trip less; over the limit, it
+answers 429 before anything else it read is used), and the embeddings endpoint counts each input
+of a call once it has read them (``Quota.take(cost=...)``: 2,048 inputs are 2,048 requests'
+worth, not one). A request that ends before the route counts it (an invalid body: 422) is counted
+once when it ends, its answer unchanged; one the database failed (503) is not, as counting it
+would wait for the unreachable database a second time.
 
 The limits are read from the settings on each request (``KEYSTONE_RATE_LIMIT_*``; the memory
 API adds ``VENKAI_MEMORY_RATE_LIMIT_PER_MINUTE`` per credential, declared in ``http/memory.py``).
@@ -54,10 +56,11 @@ class RateLimitedError(ApiError):
     status = 429
     code = "rate_limited"
 
-    def __init__(self, verdict: Verdict) -> None:
+    def __init__(self, verdict: Verdict, cost: int = 1) -> None:
         retry_after = max(1, math.ceil(verdict.wait_seconds))
         limit = _LIMITED[verdict.bucket.kind].format(rate=verdict.bucket.per_minute)
-        super().__init__(f"over {limit}; retry in {retry_after} s")
+        counted = f" (this request counts as {cost})" if cost > 1 else ""
+        super().__init__(f"over {limit}{counted}; retry in {retry_after} s")
         self.headers = {"Retry-After": str(retry_after)}
 
 
@@ -70,9 +73,11 @@ class Quota:
         self._buckets = buckets
         self.taken = False
 
-    def take(self) -> None:
-        """Count the request now; raise RateLimitedError if a bucket refuses it."""
-        self._refuse_if_over(self._take())
+    def take(self, cost: int = 1) -> None:
+        """Count the request now, ``cost`` times; raise RateLimitedError if a bucket refuses
+        it (then nothing is charged). Nothing when counted already."""
+        if not self.taken:
+            self._refuse_if_over(self._take(cost), cost)
 
     def send(self, conn: psycopg.Connection) -> Pending[None]:
         """Send the count on ``conn`` (last in its pipeline); reading the result raises
@@ -89,16 +94,16 @@ class Quota:
         if not self.taken:
             self._take()
 
-    def _take(self) -> list[Verdict]:
+    def _take(self, cost: int = 1) -> list[Verdict]:
         self.taken = True
         if not self._buckets:
             return []
         # One round trip: the statement commits on its own, without BEGIN and COMMIT around it
         # (the pool hands connections out outside a transaction and wants them back that way).
         with get_pool().connection() as conn, autocommit(conn):
-            return store.take(conn, self._buckets)
+            return store.take(conn, self._buckets, cost=cost)
 
-    def _refuse_if_over(self, verdicts: list[Verdict]) -> None:
+    def _refuse_if_over(self, verdicts: list[Verdict], cost: int = 1) -> None:
         refused = [v for v in verdicts if v.refused]
         if refused:
             worst = max(refused, key=lambda v: v.wait_seconds)
@@ -108,9 +113,10 @@ class Quota:
                     "limit": worst.bucket.kind.value,
                     "orgId": str(self._caller.org_id),
                     "waitSeconds": round(worst.wait_seconds, 3),
+                    "cost": cost,
                 },
             )
-            raise RateLimitedError(worst)
+            raise RateLimitedError(worst, cost)
 
 
 def quota_of(
@@ -133,21 +139,22 @@ def quota_of(
     return Quota(caller, buckets)
 
 
-_FIRST_ROUND_TRIP = "__counted_in_first_round_trip__"
+_COUNTED_BY_ROUTE = "__counted_by_route__"
 
 Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
 
 
-def counted_in_first_round_trip(endpoint: Endpoint) -> Endpoint:
-    """Mark a route that sends its request's count itself (``Quota.send``, from
-    :func:`route_quota`) with its first round trip to the database."""
-    setattr(endpoint, _FIRST_ROUND_TRIP, True)
+def counted_by_route(endpoint: Endpoint) -> Endpoint:
+    """Mark a route that counts its request itself, through :func:`route_quota`: with its first
+    round trip to the database (``Quota.send``), or once it knows what the request costs
+    (``Quota.take(cost=...)``)."""
+    setattr(endpoint, _COUNTED_BY_ROUTE, True)
     return endpoint
 
 
 async def route_quota(request: Request) -> Quota:
-    """The request's quota, for a :func:`counted_in_first_round_trip` route to send (on any
-    other route it is counted already and sending it does nothing)."""
+    """The request's quota, for a :func:`counted_by_route` route to count (on any other route
+    it is counted already and counting it again does nothing)."""
     return request.state.quota
 
 
@@ -162,7 +169,7 @@ def request_quota(
         # Blocking on purpose: a Lambda environment serves one request at a time, and the local
         # runtime gives each request a thread and event loop of its own.
         quota = request.state.quota = quota_of(request, caller, credential_limit)
-        if not getattr(request.scope.get("endpoint"), _FIRST_ROUND_TRIP, False):
+        if not getattr(request.scope.get("endpoint"), _COUNTED_BY_ROUTE, False):
             quota.take()
             yield
             return

@@ -16,7 +16,7 @@ from context_ledger.db import autocommit, connection, spare_connection
 from context_ledger.embeddings.client import get_embeddings_client
 from context_ledger.http.models import ApiModel
 from context_ledger.http.principal import current_principal
-from context_ledger.http.ratelimit import Quota, counted_in_first_round_trip, route_quota
+from context_ledger.http.ratelimit import Quota, counted_by_route, route_quota
 from context_ledger.retrieval.cache import SearchCache
 from context_ledger.retrieval.query_vector import SearchMode
 from context_ledger.retrieval.request import RetrieveRequest
@@ -134,7 +134,7 @@ async def dependencies(quota: Annotated[Quota, Depends(route_quota)]) -> Depende
 
 
 @router.post("/api/v1/context/retrieve", response_model=RetrieveResponse)
-@counted_in_first_round_trip
+@counted_by_route
 async def retrieve_context(
     body: RetrieveRequest,
     caller: Caller,

@@ -53,7 +53,15 @@ class Bucket:
     def tolerance_seconds(self) -> float:
         """How far ahead of now the theoretical arrival time may be: the burst, at least one
         request's worth so that every positive rate admits something."""
-        return max(self.burst_seconds, self.emission_seconds)
+        return self.charge(1)[1]
+
+    def charge(self, cost: int) -> tuple[float, float]:
+        """(emission, tolerance) for a request that counts ``cost`` times (an embeddings call
+        counts each input). The tolerance is at least the request's own emission, so a request
+        worth more than the burst is still admitted once the bucket is rested; it leaves the
+        bucket in debt, and the next requests wait that much longer."""
+        emission = self.emission_seconds * cost
+        return emission, max(self.burst_seconds, emission)
 
 
 def _digest(*parts: str) -> bytes:

@@ -83,25 +83,35 @@ class Verdict:
 
 
 def take(
-    conn: psycopg.Connection, buckets: Sequence[Bucket], *, now: datetime | None = None
+    conn: psycopg.Connection,
+    buckets: Sequence[Bucket],
+    *,
+    cost: int = 1,
+    now: datetime | None = None,
 ) -> list[Verdict]:
-    """Count one request against ``buckets`` (at most one per key) at ``now`` (default: the
-    database's clock); each bucket's verdict, in the order given. Charged only if none refuses."""
-    return pending_take(conn, buckets, now=now).result()
+    """Count one request, ``cost`` times, against ``buckets`` (at most one per key) at ``now``
+    (default: the database's clock); each bucket's verdict, in the order given. Charged only if
+    none refuses."""
+    return pending_take(conn, buckets, cost=cost, now=now).result()
 
 
 def pending_take(
-    conn: psycopg.Connection, buckets: Sequence[Bucket], *, now: datetime | None = None
+    conn: psycopg.Connection,
+    buckets: Sequence[Bucket],
+    *,
+    cost: int = 1,
+    now: datetime | None = None,
 ) -> Pending[list[Verdict]]:
     """:func:`take`, sent now and read later (db/pending.py). In a pipeline, send it last: the
     buckets' rows stay locked until the pipeline's transaction commits at its Sync."""
     if not buckets:
         return Pending(list)
+    charges = [b.charge(cost) for b in buckets]
     params = {
         "now": now,
         "keys": [b.key for b in buckets],
-        "emissions": [b.emission_seconds for b in buckets],
-        "tolerances": [b.tolerance_seconds for b in buckets],
+        "emissions": [emission for emission, _ in charges],
+        "tolerances": [tolerance for _, tolerance in charges],
         "slack": SLACK_SECONDS,
     }
 

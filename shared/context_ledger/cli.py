@@ -162,8 +162,11 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         f"published index version {report.version}: {report.files} files "
         f"({report.bytes / 1e6:.1f} MB), {report.chunks} chunks, {report.tokens} tokens, "
         f"{report.edges} edges, {report.embedded} embedded, {report.seconds:.1f} s; skipped "
-        f"{skipped.binary} binary, {skipped.too_large} too large, {skipped.unreadable} unreadable"
+        f"{skipped.binary} binary, {skipped.too_large} too large, {skipped.unreadable} unreadable, "
+        f"{skipped.bad_name} with a name that is not UTF-8 or over 1,024 characters"
     )
+    for name in skipped.bad_names:
+        print(f"  skipped for its name: {name}")
     return 0
 
 

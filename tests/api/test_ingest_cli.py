@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 
 import pytest
 
+from context_ledger.cli import main
 from context_ledger.db import connection
 from context_ledger.sources.searchable import current_chunks
 from context_ledger.sources.upload import UploadError, upload_folder
@@ -69,3 +71,80 @@ def test_a_refused_upload_reports_the_services_message(
             url=runtime.url,
             token=token(other_org, "mallory"),
         )
+
+
+def versions(api, admin_headers, source) -> list[tuple[int, str]]:
+    listed = api.get(
+        f"/api/v1/context/sources/{source['id']}/index-versions", headers=admin_headers
+    ).json()["versions"]
+    return [(v["version"], v["state"]) for v in listed]
+
+
+def test_a_file_named_with_bytes_that_are_not_utf8_is_skipped_and_reported(
+    runtime, api, admin_headers, source, tmp_path, capsys
+) -> None:
+    write_repo(tmp_path, files=2)
+    fd = os.open(os.fsencode(tmp_path) + b"/bad\xff.py", os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, b"def hidden():\n    return 1\n")
+    os.close(fd)
+    token = admin_headers["Authorization"].removeprefix("Bearer ")
+
+    code = main(
+        ["ingest", str(tmp_path), "--source", source["id"], "--url", runtime.url, "--token", token]
+    )
+
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "published index version 1: 3 files" in out
+    assert "1 with a name that is not UTF-8" in out
+    assert "skipped for its name: bad\\xff.py" in out
+    assert versions(api, admin_headers, source) == [(1, "published")]
+
+
+def test_a_batch_the_service_refuses_aborts_the_build_and_the_next_ingest_works(
+    runtime, api, admin_headers, source, tmp_path
+) -> None:
+    write_repo(tmp_path, files=2)
+    token = admin_headers["Authorization"].removeprefix("Bearer ")
+    ingest = {"source_id": uuid.UUID(source["id"]), "url": runtime.url, "token": token}
+    upload_folder(tmp_path, **ingest)
+    # Over the service's 2,000,000 characters per document (the walker's limit is raised): the
+    # first batch is stored, the second refused with a 422.
+    (tmp_path / "zz_huge.txt").write_text("word " * 500_000)
+
+    with pytest.raises(UploadError, match=r"HTTP 422: .*index version 2 aborted"):
+        upload_folder(tmp_path, **ingest, max_file_bytes=3_000_000)
+
+    assert versions(api, admin_headers, source) == [(1, "published"), (2, "aborted")]
+    with connection() as conn:
+        row = conn.execute(
+            "SELECT count(*) AS n FROM chunks WHERE source_id = %s AND index_version = 2",
+            (source["id"],),
+        ).fetchone()
+    assert row["n"] == 0
+    (tmp_path / "zz_huge.txt").unlink()
+    assert upload_folder(tmp_path, **ingest).version == 3
+
+
+def test_an_exception_on_the_clients_side_aborts_the_build(
+    runtime, api, admin_headers, source, tmp_path
+) -> None:
+    write_repo(tmp_path, files=30)
+
+    def interrupted(_: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt) as raised:
+        upload_folder(
+            tmp_path,
+            source_id=uuid.UUID(source["id"]),
+            url=runtime.url,
+            token=admin_headers["Authorization"].removeprefix("Bearer "),
+            batch_bytes=600,
+            progress=interrupted,
+        )
+
+    assert raised.value.__notes__ == [
+        "index version 1 aborted; the source's published version is unchanged"
+    ]
+    assert versions(api, admin_headers, source) == [(1, "aborted")]

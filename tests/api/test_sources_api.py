@@ -275,3 +275,55 @@ def test_a_document_with_a_lone_surrogate_is_422(api, admin_headers, source) -> 
     )
 
     assert error_of(response) == (422, "validation_failed")
+
+
+def test_an_aborted_build_is_never_served_and_cannot_be_published(
+    api, org, admin_headers, source
+) -> None:
+    put_index(api, admin_headers, source["id"], [{"path": "a.md", "content": "alpha"}])
+    base = f"{SOURCES}/{source['id']}/index-versions"
+    version = api.post(base, headers=admin_headers).json()["version"]
+    docs = {"documents": [{"path": "b.md", "content": "beta"}]}
+    api.post(f"{base}/{version}/documents", headers=admin_headers, json=docs)
+
+    aborted = api.post(f"{base}/{version}/abort", headers=admin_headers)
+
+    assert aborted.status_code == 200, aborted.text
+    assert (aborted.json()["version"], aborted.json()["state"]) == (2, "aborted")
+    assert error_of(api.post(f"{base}/{version}/publish", headers=admin_headers)) == (
+        409,
+        "context.index_version.conflict",
+    )
+    assert error_of(api.post(f"{base}/{version}/abort", headers=admin_headers))[0] == 409
+    assert error_of(api.post(f"{base}/1/abort", headers=admin_headers))[0] == 409  # published
+    assert searchable_contents(org, source["id"]) == ["alpha"]
+    with connection() as conn:
+        left = conn.execute(
+            "SELECT count(*) AS n FROM chunks WHERE source_id = %s AND index_version = %s",
+            (source["id"], version),
+        ).fetchone()
+    assert left["n"] == 0
+    listed = api.get(base, headers=admin_headers).json()["versions"]
+    assert [(v["version"], v["state"]) for v in listed] == [(1, "published"), (2, "aborted")]
+
+
+@pytest.mark.parametrize("route", ["snapshot", "batch"])
+def test_two_documents_of_one_path_in_one_request_are_422(
+    api, admin_headers, source, route
+) -> None:
+    documents = [
+        {"path": "a.md", "content": "alpha"},
+        {"path": "b.md", "content": "beta"},
+        {"path": "a.md", "content": "alpha, again"},
+    ]
+    if route == "snapshot":
+        response = put_index(api, admin_headers, source["id"], documents)
+    else:
+        base = f"{SOURCES}/{source['id']}/index-versions"
+        version = api.post(base, headers=admin_headers).json()["version"]
+        response = api.post(
+            f"{base}/{version}/documents", headers=admin_headers, json={"documents": documents}
+        )
+
+    assert error_of(response) == (422, "validation_failed")
+    assert "documents 0 and 2 have the same path 'a.md'" in response.json()["error"]["message"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -68,3 +69,33 @@ def test_file_text_is_read_as_utf8(tree) -> None:
     texts = dict(iter_text_files(tree, max_bytes=1_000))
 
     assert texts["pkg/lib.py"] == "def f():\n    return 1\n"
+
+
+def _create(root: Path, name: bytes) -> None:
+    fd = os.open(os.path.join(os.fsencode(root), name), os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, b"print('hi')\n")
+    os.close(fd)
+
+
+@pytest.mark.parametrize("git", [False, True], ids=["folder", "git checkout"])
+def test_a_file_whose_name_is_not_utf8_or_too_long_is_skipped_and_reported(tree, git) -> None:
+    if git and shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    _create(tree, b"bad\xff.py")
+    _create(tree, b"ok\xc3\xa9.py")  # é: UTF-8, kept
+    deep = tree.joinpath(*(letter * 200 for letter in "defghi"))  # 1,214 characters
+    deep.mkdir(parents=True)
+    (deep / "long.py").write_text("x = 1\n")
+    if git:
+        subprocess.run(["git", "init", "-q", str(tree)], check=True)
+    report = WalkReport()
+
+    found = [path for path, _ in iter_text_files(tree, max_bytes=1_000, report=report)]
+
+    assert "oké.py" in found
+    assert not any(p.startswith(("bad", "d" * 200)) for p in found)
+    assert report.bad_name == 2
+    assert sorted(report.bad_names) == [
+        "bad\\xff.py",
+        deep.relative_to(tree).as_posix() + "/long.py",
+    ]

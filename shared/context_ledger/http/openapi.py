@@ -91,6 +91,7 @@ _EXTRA_ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
         503,
     ),
     ("post", "/api/v1/context/sources/{source_id}/index-versions/{version}/publish"): (409,),
+    ("post", "/api/v1/context/sources/{source_id}/index-versions/{version}/abort"): (409,),
     ("put", "/api/v1/context/weights"): (404,),
     ("get", "/api/v1/context/weights"): (404,),
     ("post", "/api/v1/models/chat/completions"): (503,),

@@ -15,7 +15,7 @@ from context_ledger.embeddings.client import get_embeddings_client
 from context_ledger.http.models import ApiModel, RequestModel
 from context_ledger.http.principal import current_principal
 from context_ledger.sources import service
-from context_ledger.sources.model import Classification, Document, SourceKind
+from context_ledger.sources.model import MAX_PATH_CHARS, Classification, Document, SourceKind
 from context_ledger.spaces.service import parse_space_id
 
 router = APIRouter(tags=["sources"])
@@ -35,7 +35,9 @@ class CreateSourceRequest(RequestModel):
 
 
 class DocumentIn(RequestModel):
-    path: Annotated[str, StringConstraints(min_length=1, max_length=1024, pattern=r"^[^\x00]+$")]
+    path: Annotated[
+        str, StringConstraints(min_length=1, max_length=MAX_PATH_CHARS, pattern=r"^[^\x00]+$")
+    ]
     content: Annotated[str, Field(max_length=MAX_DOCUMENT_CHARS)]
     language: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_+#.-]{1,32}$")] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -55,6 +57,22 @@ class DocumentIn(RequestModel):
 
 class DocumentsRequest(RequestModel):
     documents: Annotated[list[DocumentIn], Field(max_length=10_000)]
+
+    @field_validator("documents")
+    @classmethod
+    def _distinct_paths(cls, documents: list[DocumentIn]) -> list[DocumentIn]:
+        """Two documents of one path in one request are a mistake of the client's (which of
+        them did it mean?): 422, rather than one silently winning. The same path in a later
+        batch of a build replaces the earlier one's chunks, so a retried batch stays harmless."""
+        seen: dict[str, int] = {}
+        for index, document in enumerate(documents):
+            first = seen.setdefault(document.path, index)
+            if first != index:
+                raise ValueError(
+                    f"documents {first} and {index} have the same path {document.path!r};"
+                    " send each path once per request"
+                )
+        return documents
 
 
 class SourceResponse(ApiModel):
@@ -238,3 +256,15 @@ async def add_documents(
 )
 async def publish(source_id: str, version: str, caller: Caller) -> IndexVersionResponse:
     return _publish(caller, service.parse_source_id(source_id), _version_number(version))
+
+
+@router.post(
+    "/api/v1/context/sources/{source_id}/index-versions/{version}/abort",
+    response_model=IndexVersionResponse,
+)
+async def abort(source_id: str, version: str, caller: Caller) -> IndexVersionResponse:
+    with connection() as conn:
+        row = service.abort_build(
+            conn, caller, service.parse_source_id(source_id), _version_number(version)
+        )
+    return IndexVersionResponse.of(row)

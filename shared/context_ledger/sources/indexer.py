@@ -99,6 +99,10 @@ _DROP_BUILD_DOCUMENTS = """
 DELETE FROM index_documents WHERE source_id = %(source_id)s AND index_version = %(version)s
 """
 
+_DROP_BUILD_CHUNKS = """
+DELETE FROM chunks WHERE source_id = %(source_id)s AND index_version = %(version)s
+"""
+
 
 @dataclass(frozen=True)
 class BuildTarget:
@@ -282,3 +286,11 @@ def finish_build(conn: psycopg.Connection, *, source_id: uuid.UUID, version: int
         embedded=row["embedded"],
         edges=edges,
     )
+
+
+def discard_build(conn: psycopg.Connection, *, source_id: uuid.UUID, version: int) -> None:
+    """Delete what an open build stored (its chunks, their edges, its documents), before the
+    build is marked aborted."""
+    where = {"source_id": source_id, "version": version}
+    conn.execute(_DROP_BUILD_DOCUMENTS, where)
+    conn.execute(_DROP_BUILD_CHUNKS, where)

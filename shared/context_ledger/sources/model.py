@@ -32,6 +32,10 @@ class EdgeRelation(StrEnum):
     TESTED_BY = "tested_by"
 
 
+#: The longest document path the index API takes (``context-ledger ingest`` skips longer ones).
+MAX_PATH_CHARS = 1024
+
+
 @dataclass(frozen=True)
 class Document:
     """One file or text of a snapshot, as uploaded."""

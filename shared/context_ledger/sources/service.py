@@ -182,6 +182,17 @@ def publish_build(
     return Published(version=row, counts=counts)
 
 
+def abort_build(
+    conn: psycopg.Connection, principal: Principal, source_id: uuid.UUID, version: int
+) -> store.Row:
+    """Give up an open build: its rows are deleted and it can never be published. The version
+    searches serve is untouched. ``context-ledger ingest`` calls it when a step fails."""
+    source = _source(conn, principal, source_id, Permission.ADMIN, action="indexing", lock=True)
+    _open_build(conn, source, version)
+    indexer.discard_build(conn, source_id=source_id, version=version)
+    return store.abort_version(conn, source_id=source_id, version=version)
+
+
 def index_snapshot(
     conn: psycopg.Connection,
     principal: Principal,

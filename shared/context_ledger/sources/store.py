@@ -73,6 +73,12 @@ WHERE source_id = %(source_id)s AND version = %(version)s
 RETURNING {_VERSION_COLUMNS}
 """
 
+_ABORT = f"""
+UPDATE index_versions SET state = 'aborted'
+WHERE source_id = %(source_id)s AND version = %(version)s AND state = 'building'
+RETURNING {_VERSION_COLUMNS}
+"""
+
 _POINT_SOURCE = """
 UPDATE sources SET index_version = %(version)s, updated_at = now() WHERE id = %(source_id)s
 """
@@ -168,6 +174,13 @@ def publish_version(
     ).fetchone()
     assert row is not None
     conn.execute(_POINT_SOURCE, {"source_id": source_id, "version": version})
+    return row
+
+
+def abort_version(conn: psycopg.Connection, *, source_id: uuid.UUID, version: int) -> Row:
+    """Mark an open build aborted (call with the source row locked, the build open)."""
+    row = conn.execute(_ABORT, {"source_id": source_id, "version": version}).fetchone()
+    assert row is not None
     return row
 
 

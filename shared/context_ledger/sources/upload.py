@@ -2,7 +2,9 @@
 
 The folder is read once, sent in batches of at most ``batch_bytes`` of JSON to an open build, and
 the build is published at the end, so searches switch from the old snapshot to the new one at once.
-A failure leaves the build unpublished (invisible) and the previous version served.
+Any failure once the build is open (the service refusing a batch, the service unreachable, an
+interrupt) aborts the build (``POST .../abort``: its rows are deleted) before the error goes on:
+the previous version stays served, and no build is left ``building`` for ever.
 """
 
 from __future__ import annotations
@@ -59,7 +61,10 @@ def _batches(
 
 
 def _call(client: httpx.Client, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-    response = client.request(method, path, **kwargs)
+    try:
+        response = client.request(method, path, **kwargs)
+    except httpx.HTTPError as exc:
+        raise UploadError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
     if response.is_error:
         try:
             message = response.json()["error"]["message"]
@@ -89,18 +94,33 @@ def upload_folder(
     base = f"/api/v1/context/sources/{source_id}/index-versions"
     with httpx.Client(base_url=url, headers=headers, timeout=300) as client:
         report.version = _call(client, "POST", base)["version"]
-        files = iter_text_files(root, max_bytes=max_file_bytes, report=report.skipped)
-        for documents, size in _batches(files, batch_bytes):
-            stats = _call(
-                client, "POST", f"{base}/{report.version}/documents", json={"documents": documents}
-            )
-            report.files += stats["documents"]
-            report.bytes += size
-            progress(size)
-        published = _call(client, "POST", f"{base}/{report.version}/publish")
+        build = f"{base}/{report.version}"
+        try:
+            files = iter_text_files(root, max_bytes=max_file_bytes, report=report.skipped)
+            for documents, size in _batches(files, batch_bytes):
+                stats = _call(client, "POST", f"{build}/documents", json={"documents": documents})
+                report.files += stats["documents"]
+                report.bytes += size
+                progress(size)
+            published = _call(client, "POST", f"{build}/publish")
+        except BaseException as exc:
+            outcome = _abort(client, build, report.version)
+            if isinstance(exc, UploadError):
+                raise UploadError(f"{exc}; {outcome}") from exc
+            exc.add_note(outcome)
+            raise
     report.chunks = published["chunks"]
     report.tokens = published["tokens"]
     report.edges = published["edges"]
     report.embedded = published["embedded"]
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _abort(client: httpx.Client, build: str, version: int) -> str:
+    """Abort the open build; what became of it, for the error message."""
+    try:
+        _call(client, "POST", f"{build}/abort")
+    except UploadError as exc:
+        return f"index version {version} could not be aborted ({exc}); it stays unpublished"
+    return f"index version {version} aborted; the source's published version is unchanged"

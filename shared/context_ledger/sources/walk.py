@@ -2,8 +2,10 @@
 
 A git checkout is listed by git itself (tracked and untracked-but-not-ignored files), which honours
 every .gitignore, .git/info/exclude and the global excludes exactly as git does. A plain folder is
-walked with the .gitignore files found in it. Either way binaries (a NUL byte, or not UTF-8) and
-files over the size limit are skipped and counted.
+walked with the .gitignore files found in it. Either way binaries (a NUL byte, or not UTF-8),
+files over the size limit and files whose path the index API cannot take (not UTF-8, or over
+1,024 characters) are skipped and counted; a skipped path is reported with its undecodable bytes
+escaped (``bad\\xff.py``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from pathlib import Path
 
 import pathspec
 
+from context_ledger.sources.model import MAX_PATH_CHARS
+
 DEFAULT_MAX_FILE_BYTES = 1_000_000
 _SNIFF_BYTES = 8192
 _ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
@@ -29,7 +33,11 @@ class WalkReport:
     binary: int = 0
     too_large: int = 0
     unreadable: int = 0
+    #: a path that is not UTF-8 or is too long for the index API
+    bad_name: int = 0
+    #: every skipped path, and those skipped for their name, as printable_path gives them
     skipped_paths: list[str] = field(default_factory=list)
+    bad_names: list[str] = field(default_factory=list)
 
 
 def _git_files(root: Path) -> list[str] | None:
@@ -42,7 +50,9 @@ def _git_files(root: Path) -> list[str] | None:
     )
     if result.returncode != 0:
         return None
-    return sorted({p for p in result.stdout.decode().split("\0") if p})
+    # Paths are bytes, as the file system holds them: decoded like os.walk's names (undecodable
+    # bytes kept as surrogates, so the file can still be opened and its name reported).
+    return sorted({os.fsdecode(p) for p in result.stdout.split(b"\0") if p})
 
 
 def _walked_files(root: Path) -> list[str]:
@@ -67,8 +77,23 @@ def _walked_files(root: Path) -> list[str]:
 
 
 def _ignored(specs: list[tuple[str, pathspec.GitIgnoreSpec]], rel: str) -> bool:
-    """Whether a .gitignore above ``rel`` (a directory ends in "/") excludes it."""
-    return any(spec.match_file(rel[len(base) :]) for base, spec in specs)
+    """Whether a .gitignore above ``rel`` (a directory ends in "/") excludes it. A name that is
+    not UTF-8 is matched in its printable form (re2 takes no surrogates): ``*.py`` still
+    matches ``bad\\xff.py``."""
+    return any(spec.match_file(printable_path(rel[len(base) :])) for base, spec in specs)
+
+
+def printable_path(rel: str) -> str:
+    """``rel`` with the bytes that are not UTF-8 escaped (``bad\\xff.py``)."""
+    return os.fsencode(rel).decode("utf-8", "backslashreplace")
+
+
+def _indexable_name(rel: str) -> bool:
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:  # a surrogate standing for a byte that is not UTF-8
+        return False
+    return len(rel) <= MAX_PATH_CHARS
 
 
 def read_text_file(path: Path, *, max_bytes: int) -> tuple[str | None, str]:
@@ -98,6 +123,11 @@ def iter_text_files(
     for rel in paths:
         path = root / rel
         if not path.is_file() or path.is_symlink():
+            continue
+        if not _indexable_name(rel):
+            report.bad_name += 1
+            report.bad_names.append(printable_path(rel))
+            report.skipped_paths.append(printable_path(rel))
             continue
         text, reason = read_text_file(path, max_bytes=max_bytes)
         if text is None:

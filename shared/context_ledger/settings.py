@@ -209,6 +209,18 @@ class Settings(BaseSettings):
         "KEYSTONE_MODELS_CONTEXT_LINK_WAIT_MS", 750, ge=0, le=30000
     )
 
+    # --- local runtime's HTTP server (context-ledger dev; local/server.py) ----------------------
+    #: connections served at once; the next waits up to the header timeout for one to end, then 503
+    local_max_connections: int = _env("KEYSTONE_LOCAL_MAX_CONNECTIONS", 64, ge=1, le=10_000)
+    #: a request line and headers must arrive within this (408, or an idle connection closed)
+    local_header_timeout_seconds: float = _env(
+        "KEYSTONE_LOCAL_HEADER_TIMEOUT_SECONDS", 10.0, gt=0, le=300
+    )
+    #: a body must arrive, and an answer be read, within this (408)
+    local_body_timeout_seconds: float = _env(
+        "KEYSTONE_LOCAL_BODY_TIMEOUT_SECONDS", 30.0, gt=0, le=600
+    )
+
     # --- command-line client (context-ledger ingest) -------------------------------------------
     cli_url: str = _env("CONTEXT_LEDGER_URL", "http://127.0.0.1:3000")
     cli_token: str | None = _env("CONTEXT_LEDGER_TOKEN", repr=False)

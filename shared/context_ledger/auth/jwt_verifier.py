@@ -204,11 +204,11 @@ def principal_from_claims(claims: dict[str, Any]) -> Principal:
     wrong type or value."""
     org_id = claims.get("org_id")
     try:
-        if not isinstance(org_id, str):
-            raise ValueError("org_id is not a string")
-        org = uuid.UUID(org_id)
-    except ValueError as exc:
-        raise UnauthorizedError("token lacks a valid org_id claim") from exc
+        org = uuid.UUID(org_id) if isinstance(org_id, str) else None
+    except ValueError:
+        org = None
+    if org is None:
+        raise UnauthorizedError("token lacks a valid org_id claim")
     sub = claims.get("sub")
     if not _is_text(sub):
         raise UnauthorizedError("token lacks a valid sub claim")

@@ -83,7 +83,8 @@ class _DeadlineReader(io.RawIOBase):
 
 
 def _raw(response: HttpResponse) -> bytes:
-    """An answer written straight to a socket, for connections the handler does not serve."""
+    """An answer written straight to the socket, where no request was parsed to answer through
+    the handler's own writing: the 503 of a connection over the cap, the 408 of partial headers."""
     lines = [f"HTTP/1.1 {response.status} {HTTPStatus(response.status).phrase}"]
     lines += [f"{name}: {value}" for name, value in response.headers]
     lines += [f"Content-Length: {len(response.body)}", "Connection: close", "", ""]

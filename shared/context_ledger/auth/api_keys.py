@@ -52,6 +52,11 @@ def looks_like_api_key(token: str) -> bool:
     return token.startswith(PREFIX)
 
 
+def is_well_formed_api_key(token: str) -> bool:
+    """Whether ``token`` has the shape of a key create_api_key issues (worth a lookup)."""
+    return _KEY_SHAPE.fullmatch(token) is not None
+
+
 def create_api_key(
     conn: psycopg.Connection,
     *,
@@ -86,7 +91,7 @@ def create_api_key(
 
 def principal_for_api_key(conn: psycopg.Connection, key: str) -> Principal | None:
     """The key's principal, or None for an unknown, revoked or expired key."""
-    if not _KEY_SHAPE.fullmatch(key):
+    if not is_well_formed_api_key(key):
         return None
     row = conn.execute(_LOOKUP, {"key_hash": _hash(key)}).fetchone()
     if row is None:

@@ -14,7 +14,11 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from context_ledger.auth.api_keys import looks_like_api_key, principal_for_api_key
+from context_ledger.auth.api_keys import (
+    is_well_formed_api_key,
+    looks_like_api_key,
+    principal_for_api_key,
+)
 from context_ledger.auth.jwt_verifier import JwksUnavailableError, JwtVerifier
 from context_ledger.auth.principal import Principal
 from context_ledger.db import connection
@@ -51,8 +55,10 @@ def bearer_token(headers: dict[str, str]) -> str:
 def verify_credential(token: str) -> Principal:
     """Verify a bearer credential (API key or JWT) or raise UnauthorizedError."""
     if looks_like_api_key(token):
-        with connection() as conn:
-            principal = principal_for_api_key(conn, token)
+        principal = None
+        if is_well_formed_api_key(token):  # anything else is unknown without a connection
+            with connection() as conn:
+                principal = principal_for_api_key(conn, token)
         if principal is None:
             raise UnauthorizedError("unknown, revoked or expired API key")
         return principal

@@ -144,9 +144,35 @@ def _org_space(api, admin) -> str:
     )
 
 
-@pytest.mark.parametrize("space_id", ["billing", "1234", str(uuid.uuid4())])
-def test_an_unknown_or_malformed_space_is_404(api, world, alice, space_id) -> None:
+@pytest.mark.parametrize(
+    "space_id",
+    [
+        "billing",
+        "1234",
+        str(uuid.uuid4()),
+        pytest.param("b" * 65, id="65-characters"),
+        pytest.param("x" * 10_000, id="10000-characters"),
+        str(uuid.uuid4()) + "-and-more",
+        12345,
+        0,
+        1.5,
+        True,
+        False,
+        [],
+        [str(uuid.uuid4())],
+        {},
+        {"id": str(uuid.uuid4())},
+    ],
+)
+def test_a_space_id_that_is_not_a_known_uuid_is_404_whatever_its_length_or_type(
+    api, world, alice, space_id
+) -> None:
     assert error_of(retrieve(api, alice, spaceId=space_id)) == (404, "context.space.not_found")
+
+
+@pytest.mark.parametrize("space_id", ["", None])
+def test_an_empty_or_null_space_id_is_the_organisation_chain(api, world, alice, space_id) -> None:
+    assert retrieve(api, alice, spaceId=space_id).status_code == 200
 
 
 def test_a_space_the_caller_cannot_see_is_404(api, world, alice) -> None:

@@ -60,13 +60,16 @@ class Organisation:
     space_id: uuid.UUID
 
 
-def parse_space_id(raw: str | uuid.UUID) -> uuid.UUID:
-    """A space id from a path or body; anything but a UUID is an unknown space (spec)."""
+def parse_space_id(raw: object) -> uuid.UUID:
+    """A space id from a path or body; anything but a UUID (of any length or JSON type) is an
+    unknown space (spec)."""
     if isinstance(raw, uuid.UUID):
         return raw
+    if not isinstance(raw, str):
+        raise SpaceNotFoundError()
     try:
         return uuid.UUID(raw)
-    except (ValueError, AttributeError, TypeError):
+    except ValueError:
         raise SpaceNotFoundError() from None
 
 

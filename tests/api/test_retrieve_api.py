@@ -305,6 +305,52 @@ def test_related_code_follows_the_ranked_chunks(api, world, alice) -> None:
     assert {c["metadata"]["relatedTo"] for c in related} <= top3
 
 
+CROSSING = {
+    "go.mod": "module example.com/zoo\n\ngo 1.21\n",
+    "crossing/crossing.go": (
+        "package crossing\n\n"
+        "// Toll charges the zebra crossing fee for one animal.\n"
+        'func Toll(animal string) int {\n\tif animal == "" {\n\t\treturn 0\n\t}\n'
+        "\treturn 3\n}\n\n"
+        "// Gate lets a herd through.\n"
+        "func Gate(herd []string) int {\n\ttotal := 0\n\tfor _, a := range herd {\n"
+        "\t\ttotal += Toll(a)\n\t}\n\treturn total\n}\n"
+    ),
+    "crossing/crossing_test.go": (
+        'package crossing\n\nimport "testing"\n\n'
+        'func TestToll(t *testing.T) {\n\tif Toll("okapi") != 3 {\n'
+        '\t\tt.Fatal("wrong")\n\t}\n}\n\n'
+        'func TestNobodyPays(t *testing.T) {\n\tif Toll("") != 0 {\n'
+        '\t\tt.Fatal("wrong")\n\t}\n}\n'
+    ),
+}
+
+
+def test_a_test_that_calls_the_anchor_is_related_as_tested_by_not_called_by(
+    api, world, alice
+) -> None:
+    """GIVEN Toll, called by Gate and by two tests, WHEN Toll is the top code chunk, THEN the
+    tests come as its tests and Gate as its caller. (With the caller queue first, one test at
+    least was a caller whatever the chunk ids' order.)"""
+    world.source(
+        world.project, "zoo", [doc(p, text) for p, text in CROSSING.items()], kind="codebase"
+    )
+
+    body = retrieve(
+        api, alice, spaceId=world.project, query="zebra fee", sourceKinds=["codebase"]
+    ).json()
+
+    anchor = body["chunks"][0]
+    assert anchor["title"] == "Toll"
+    related = [c for c in body["chunks"] if c["metadata"].get("relatedTo") == anchor["id"]]
+    relations = {c["title"]: c["metadata"]["relatedRelation"] for c in related}
+    assert relations == {
+        "TestToll": "tested_by",
+        "TestNobodyPays": "tested_by",
+        "Gate": "called_by",
+    }
+
+
 def test_exclude_related_turns_related_code_off(api, world, alice) -> None:
     body = retrieve(
         api,

@@ -293,6 +293,26 @@ def test_logs_list_own_calls_and_for_auditors_the_organisations(
     assert [c["contextLink"] for c in audited["calls"]] == ["denied", "linked", "linked"]
 
 
+def test_logs_find_the_calls_of_a_retrieval_named_by_either_of_its_ids(
+    api, org, token, alice, provider
+) -> None:
+    retrieval = retrieval_of(api, alice)
+    names = (retrieval["requestId"], retrieval["attributionId"])
+    made = [
+        chat(api, alice, **{"X-Keystone-Context-Request-Id": name}).headers[
+            "X-Keystone-Gateway-Request-Id"
+        ]
+        for name in names
+    ]
+    chat(api, alice, **{"X-Keystone-Context-Request-Id": retrieval_of(api, alice)["requestId"]})
+    chat(api, alice)
+
+    for name in names:
+        found = api.get(LOGS, params={"context_request_id": name}, headers=alice).json()
+        assert [c["gatewayRequestId"] for c in found["calls"]] == made[::-1], name
+        assert [c["contextRequestId"] for c in found["calls"]] == list(names[::-1])
+
+
 def test_logs_page_with_the_cursor(api, alice, provider) -> None:
     made = [chat(api, alice).headers["X-Keystone-Gateway-Request-Id"] for _ in range(3)]
 

@@ -48,6 +48,7 @@ from context_ledger.retrieval.request import RetrieveRequest
 from context_ledger.search.candidates import Candidate, search_candidates
 from context_ledger.search.fulltext import SearchQuery, TermCounts
 from context_ledger.search.hybrid import rank
+from context_ledger.search.vectors import pending_pgvector_available, require_pgvector
 from context_ledger.settings import SearchBackend, Settings
 from context_ledger.sources.model import SourceKind
 from context_ledger.spaces.levels import Level
@@ -374,17 +375,24 @@ def retrieve(
 ) -> RetrieveAnswer:
     # One round trip: the chain, its sources and the query's terms over them (whichever of
     # those the caller may search: the chain says, after), the DLP policy, the level weights,
-    # and last the request's count against its rate limits (its rows stay locked until the Sync).
+    # whether pgvector is there for the pgvector backend, and last the request's count against
+    # its rate limits (its rows stay locked until the Sync).
     space_id, kinds = request.space_uuid(), request.kinds()
+    pgvector_backend = deps.settings.search_backend is SearchBackend.PGVECTOR
     with conn.pipeline():
         chain = pending_search_spaces(conn, principal, space_id)
         chain_sources = pending_chain_sources(conn, principal, space_id, kinds)
         chain_terms = pending_chain_terms(conn, principal, space_id, kinds, request.query)
         stored_policy = pending_policy(conn, org_id=principal.org_id)
         stored_weights = pending_weights(conn, principal.org_id, deps.settings)
+        pgvector = pending_pgvector_available(conn) if pgvector_backend else None
         admitted = deps.count_request(conn) if deps.count_request else None
     if admitted is not None:
         admitted.result()  # over a rate limit: 429 before anything read is used
+    if pgvector is not None:
+        # Every retrieval, not only one with a query vector (full-text only: no endpoint, the
+        # endpoint down, nothing to search): the operator chose this backend, so it fails closed.
+        require_pgvector(pgvector)
     spaces, policy, weights = chain.result(), stored_policy.result(), stored_weights.result()
     levels = {s.id: s.level for s in spaces}
     searchable = searchable_sources(chain_sources.result(), spaces)

@@ -379,6 +379,21 @@ def test_a_reindexed_source_is_not_served_from_the_cache(api, world, alice) -> N
     assert "billing.md" not in second
 
 
+def test_a_source_without_hits_republished_is_not_served_from_the_cache(api, world, alice) -> None:
+    """GIVEN a cached search in which team-docs had no hit, WHEN team-docs is republished with
+    a match, THEN the next search (within the 60 s) finds it."""
+    query = {"query": "chargeback windows", "excludeRelated": True}
+    assert "team-v2.md" not in paths(retrieve(api, alice, spaceId=world.project, **query))
+    republished = api.put(
+        f"{SOURCES}/{world.sources['team-docs']}/index",
+        headers=world.admin,
+        json={"documents": [doc("team-v2.md", "Chargeback windows close after ninety days.")]},
+    )
+    assert republished.status_code == 200
+
+    assert "team-v2.md" in paths(retrieve(api, alice, spaceId=world.project, **query))
+
+
 def test_a_deleted_source_is_not_served_from_the_cache(api, world, alice) -> None:
     retrieve(api, alice, spaceId=world.project, excludeRelated=True)
     api.delete(f"{SOURCES}/{world.sources['billing-docs']}", headers=world.admin)

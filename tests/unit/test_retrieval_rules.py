@@ -158,7 +158,7 @@ class FakeClock:
 def test_the_search_cache_expires_after_60_seconds() -> None:
     clock = FakeClock()
     cache = SearchCache(clock=clock)
-    entry = CachedSearch(candidates=(), source_versions={})
+    entry = CachedSearch(candidates=(), source_states={})
     cache.put("k", entry)
 
     clock.now = 59.0
@@ -170,9 +170,9 @@ def test_the_search_cache_expires_after_60_seconds() -> None:
 def test_the_search_cache_evicts_the_least_recently_used() -> None:
     cache = SearchCache(max_entries=2)
     for key in ("a", "b"):
-        cache.put(key, CachedSearch(candidates=(), source_versions={}))
+        cache.put(key, CachedSearch(candidates=(), source_states={}))
     cache.get("a")
-    cache.put("c", CachedSearch(candidates=(), source_versions={}))
+    cache.put("c", CachedSearch(candidates=(), source_states={}))
 
     assert cache.get("b") is None
     assert cache.get("a") is not None

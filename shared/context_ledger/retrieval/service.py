@@ -130,6 +130,14 @@ def _versions(sources: Iterable[SearchSource]) -> dict[uuid.UUID, int]:
     return {source.id: source.index_version for source in sources}
 
 
+def _states(sources: Iterable[SearchSource]) -> dict[uuid.UUID, Hashable]:
+    """What a cached search of ``sources`` depends on, per source (read with the chain): its
+    index version (a publish) and its last change (also a memory write, which replaces a chunk
+    within the one version). Every searched source counts, not only those with hits: a source
+    without a hit may have one after its next publish or edit."""
+    return {source.id: (source.index_version, source.updated_at) for source in sources}
+
+
 def _search(
     conn: psycopg.Connection,
     principal: Principal,
@@ -146,13 +154,13 @@ def _search(
     endpoint that failed is not cached: the next request tries the endpoint again (after the
     cooldown)."""
     key = _cache_key(principal, spaces, sources, request, gate, deps)
-    versions = _versions(sources)
+    versions, states = _versions(sources), _states(sources)
     cached = deps.cache.get(key)
     if cached is not None:
-        # The key names every searched source, so each cached one is among them.
-        if all(versions[id] == version for id, version in cached.source_versions.items()):
+        # The key names every searched source, so both name the same sources.
+        if cached.source_states == states:
             return list(cached.candidates), without_embedding(gate)
-        deps.cache.discard(key)  # a source was re-indexed since
+        deps.cache.discard(key)  # a source was published, re-indexed or edited since
     # The terms travelled with the chain and are read while the query is embedded.
     query = query_vector(gate, request.query, settings=deps.settings, cooldown=deps.cooldown)
     counts = chain_terms.result()
@@ -181,14 +189,7 @@ def _search(
             side_connection=side,
         )
     if not query.degraded:
-        found = {c.source_id for c in candidates}
-        deps.cache.put(
-            key,
-            CachedSearch(
-                candidates=tuple(candidates),
-                source_versions={id: v for id, v in versions.items() if id in found},
-            ),
-        )
+        deps.cache.put(key, CachedSearch(candidates=tuple(candidates), source_states=states))
     return candidates, query
 
 

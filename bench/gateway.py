@@ -15,8 +15,8 @@ Three cases, each measured on its own:
 - ``plain``: a chat completion naming no retrieval (forward + log);
 - ``linked``: naming a recorded retrieval (forward + lookup + link entry appended to the HMAC
   chain + log); every call links a new response id, so the chain grows as in production;
-- ``stream``: a streamed chat completion naming the retrieval (the SSE answer passed through, then
-  the link and its final comment event, then the log).
+- ``stream``: a streamed chat completion naming the retrieval (linked as the answer starts, its
+  outcome a header, then the SSE answer passed through, then the log).
 
 Printed per case: p50, p95 and mean of both, and the added latency as the median and p95 of the
 per-call differences (gateway minus direct of the same iteration; the order within an iteration

@@ -148,16 +148,42 @@ def test_an_audit_reader_of_the_same_organisation_sees_the_record(
     assert api.get(f"{BY_REQUEST}/{retrieval.request_id}", headers=auditor).status_code == 200
 
 
-def test_an_organisation_chain_record_is_visible_to_its_owner_and_context_admins_only(
+def _organisation_space(api: httpx.Client, admin: dict[str, str]) -> str:
+    spaces = api.get(SPACES, headers=admin).json()["spaces"]
+    return next(s["id"] for s in spaces if s["level"] == "organisation")
+
+
+def test_an_organisation_chain_record_is_visible_to_its_owner_and_organisation_admins(
     api, org, team, alice, admin_headers, token
 ) -> None:
+    """GIVEN an organisation-level retrieval (no spaceId), WHEN others read its record, THEN the
+    context:admin scope and a context:space:admin of the organisation space by grant may; a
+    team admin or a searcher of the organisation space may not."""
+    granted = {"dana": "context:space:admin", "erin": "context:space:search"}
+    for user, permission in granted.items():
+        response = api.put(
+            f"{SPACES}/{_organisation_space(api, admin_headers)}/grants",
+            headers=admin_headers,
+            json={"subject": f"user:{user}", "permissions": [permission]},
+        )
+        assert response.status_code == 204, response.text
     retrieval = retrieve(api, alice)
-    path = f"{BY_ID}/{retrieval.attribution_id}"
+    by_id = f"{BY_ID}/{retrieval.attribution_id}"
+    by_request = f"{BY_REQUEST}/{retrieval.request_id}"
+    dana, erin, carol = (bearer(token(org, user)) for user in ("dana", "erin", "carol"))
 
-    assert api.get(path, headers=alice).json()["spaceId"] is None
-    assert api.get(path, headers=admin_headers).status_code == 200
-    carol = bearer(token(org, "carol"))
-    assert error_of(api.get(path, headers=carol)) == (404, "context.attribution.not_found")
+    assert api.get(by_id, headers=alice).json()["spaceId"] is None
+    for path in (by_id, by_request):
+        assert api.get(path, headers=admin_headers).status_code == 200
+        assert api.get(path, headers=dana).status_code == 200, "admin of the organisation space"
+        assert error_of(api.get(path, headers=erin)) == (404, "context.attribution.not_found")
+        assert error_of(api.get(path, headers=carol)) == (404, "context.attribution.not_found")
+    link = f"{BY_REQUEST}/{retrieval.attribution_id}/links"
+    assert api.post(link, headers=dana, json={"responseId": "r1"}).status_code == 204
+    assert error_of(api.post(link, headers=erin, json={"responseId": "r2"})) == (
+        404,
+        "context.attribution.not_found",
+    )
 
 
 @pytest.mark.parametrize(

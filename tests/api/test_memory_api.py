@@ -621,6 +621,35 @@ def test_retrieve_serves_team_memory_and_attributes_entry_and_revision(api, admi
     assert (entry["memoryId"], entry["memoryRevision"]) == (memory["id"], 2)
 
 
+def test_a_cached_search_never_outlives_a_memory_write(api, admin_headers) -> None:
+    """Within the cache's 60 s: an edited memory is served edited (it used to vanish), a new
+    one is found, a deleted one is gone."""
+    edited = write(api, admin_headers, content=POSTGRES, type="decision")
+    space = project_space_id(api, admin_headers)
+
+    def found() -> dict[str, str]:
+        answer = api.post(
+            "/api/v1/context/retrieve",
+            headers=admin_headers,
+            json={"query": "postgres joins", "spaceId": space},
+        ).json()
+        return {c["metadata"]["memoryId"]: c["content"] for c in answer["chunks"]}
+
+    assert found() == {edited["id"]: POSTGRES}
+    changed = "We use Postgres, not MongoDB: the ranking query needs joins."
+    patched = api.patch(
+        f"{BASE}/{PROJECT}/{edited['id']}", headers=admin_headers, json={"content": changed}
+    )
+    assert patched.status_code == 200, patched.text
+    assert found() == {edited["id"]: changed}
+
+    added = write(api, admin_headers, content="Postgres joins feed the ranking query too.")
+    assert found() == {edited["id"]: changed, added["id"]: added["content"]}
+
+    assert api.delete(f"{BASE}/{PROJECT}/{edited['id']}", headers=admin_headers).status_code == 204
+    assert found() == {added["id"]: added["content"]}
+
+
 def test_a_deleted_memory_source_is_replaced_on_the_next_write(api, admin_headers) -> None:
     kept = write(api, admin_headers, content=POSTGRES)
     space = project_space_id(api, admin_headers)

@@ -217,7 +217,9 @@ def test_a_failing_database_is_error_and_the_answer_is_unchanged(api, alice, pro
     assert_provider_answer(response, provider)
 
 
-def test_a_stream_is_passed_through_and_ends_with_the_link_outcome(api, alice, provider) -> None:
+def test_a_stream_carries_the_link_outcome_as_a_header_and_the_providers_bytes_alone(
+    api, alice, provider
+) -> None:
     retrieval = retrieval_of(api, alice)
 
     response = chat(
@@ -226,8 +228,9 @@ def test_a_stream_is_passed_through_and_ends_with_the_link_outcome(api, alice, p
 
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/event-stream")
+    assert response.headers["X-Keystone-Context-Link"] == "linked"
     (exchange,) = provider.exchanges
-    assert response.content == exchange.answer + b": X-Keystone-Context-Link: linked\n\n"
+    assert response.content == exchange.answer
 
 
 def test_embeddings_are_passed_through(api, alice, provider) -> None:
@@ -240,14 +243,21 @@ def test_embeddings_are_passed_through(api, alice, provider) -> None:
     assert response.headers["X-Keystone-Gateway-Request-Id"]
 
 
-def test_a_provider_error_is_passed_through(api, alice, provider) -> None:
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_a_provider_error_is_passed_through_with_the_link_outcome(
+    api, alice, provider, stream
+) -> None:
+    retrieval = retrieval_of(api, alice)
     provider.fail_next(500)
+    named = {"X-Keystone-Context-Request-Id": retrieval["requestId"]}
 
-    response = chat(api, alice, **{"X-Keystone-Context-Request-Id": "req_1"})
+    response = chat(api, alice, STREAM_BODY if stream else CHAT_BODY, **named)
+    unknown = chat(api, alice, **{"X-Keystone-Context-Request-Id": "req_never_made"})
 
-    assert_provider_answer(response, provider)
     assert response.status_code == 500
-    assert "X-Keystone-Context-Link" not in response.headers
+    assert response.content == provider.exchanges[0].answer
+    assert response.headers["X-Keystone-Context-Link"] == "linked"
+    assert unknown.headers["X-Keystone-Context-Link"] == "not_found"
 
 
 def test_without_a_provider_the_gateway_is_503(api, alice, provider, monkeypatch) -> None:
@@ -291,6 +301,26 @@ def test_logs_list_own_calls_and_for_auditors_the_organisations(
     assert first["contextRequestId"] == retrieval["requestId"]
     assert first["contextLink"] == "linked"
     assert [c["contextLink"] for c in audited["calls"]] == ["denied", "linked", "linked"]
+
+
+def test_logs_find_the_calls_of_a_retrieval_named_by_either_of_its_ids(
+    api, org, token, alice, provider
+) -> None:
+    retrieval = retrieval_of(api, alice)
+    names = (retrieval["requestId"], retrieval["attributionId"])
+    made = [
+        chat(api, alice, **{"X-Keystone-Context-Request-Id": name}).headers[
+            "X-Keystone-Gateway-Request-Id"
+        ]
+        for name in names
+    ]
+    chat(api, alice, **{"X-Keystone-Context-Request-Id": retrieval_of(api, alice)["requestId"]})
+    chat(api, alice)
+
+    for name in names:
+        found = api.get(LOGS, params={"context_request_id": name}, headers=alice).json()
+        assert [c["gatewayRequestId"] for c in found["calls"]] == made[::-1], name
+        assert [c["contextRequestId"] for c in found["calls"]] == list(names[::-1])
 
 
 def test_logs_page_with_the_cursor(api, alice, provider) -> None:

@@ -144,9 +144,35 @@ def _org_space(api, admin) -> str:
     )
 
 
-@pytest.mark.parametrize("space_id", ["billing", "1234", str(uuid.uuid4())])
-def test_an_unknown_or_malformed_space_is_404(api, world, alice, space_id) -> None:
+@pytest.mark.parametrize(
+    "space_id",
+    [
+        "billing",
+        "1234",
+        str(uuid.uuid4()),
+        pytest.param("b" * 65, id="65-characters"),
+        pytest.param("x" * 10_000, id="10000-characters"),
+        str(uuid.uuid4()) + "-and-more",
+        12345,
+        0,
+        1.5,
+        True,
+        False,
+        [],
+        [str(uuid.uuid4())],
+        {},
+        {"id": str(uuid.uuid4())},
+    ],
+)
+def test_a_space_id_that_is_not_a_known_uuid_is_404_whatever_its_length_or_type(
+    api, world, alice, space_id
+) -> None:
     assert error_of(retrieve(api, alice, spaceId=space_id)) == (404, "context.space.not_found")
+
+
+@pytest.mark.parametrize("space_id", ["", None])
+def test_an_empty_or_null_space_id_is_the_organisation_chain(api, world, alice, space_id) -> None:
+    assert retrieve(api, alice, spaceId=space_id).status_code == 200
 
 
 def test_a_space_the_caller_cannot_see_is_404(api, world, alice) -> None:
@@ -279,6 +305,52 @@ def test_related_code_follows_the_ranked_chunks(api, world, alice) -> None:
     assert {c["metadata"]["relatedTo"] for c in related} <= top3
 
 
+CROSSING = {
+    "go.mod": "module example.com/zoo\n\ngo 1.21\n",
+    "crossing/crossing.go": (
+        "package crossing\n\n"
+        "// Toll charges the zebra crossing fee for one animal.\n"
+        'func Toll(animal string) int {\n\tif animal == "" {\n\t\treturn 0\n\t}\n'
+        "\treturn 3\n}\n\n"
+        "// Gate lets a herd through.\n"
+        "func Gate(herd []string) int {\n\ttotal := 0\n\tfor _, a := range herd {\n"
+        "\t\ttotal += Toll(a)\n\t}\n\treturn total\n}\n"
+    ),
+    "crossing/crossing_test.go": (
+        'package crossing\n\nimport "testing"\n\n'
+        'func TestToll(t *testing.T) {\n\tif Toll("okapi") != 3 {\n'
+        '\t\tt.Fatal("wrong")\n\t}\n}\n\n'
+        'func TestNobodyPays(t *testing.T) {\n\tif Toll("") != 0 {\n'
+        '\t\tt.Fatal("wrong")\n\t}\n}\n'
+    ),
+}
+
+
+def test_a_test_that_calls_the_anchor_is_related_as_tested_by_not_called_by(
+    api, world, alice
+) -> None:
+    """GIVEN Toll, called by Gate and by two tests, WHEN Toll is the top code chunk, THEN the
+    tests come as its tests and Gate as its caller. (With the caller queue first, one test at
+    least was a caller whatever the chunk ids' order.)"""
+    world.source(
+        world.project, "zoo", [doc(p, text) for p, text in CROSSING.items()], kind="codebase"
+    )
+
+    body = retrieve(
+        api, alice, spaceId=world.project, query="zebra fee", sourceKinds=["codebase"]
+    ).json()
+
+    anchor = body["chunks"][0]
+    assert anchor["title"] == "Toll"
+    related = [c for c in body["chunks"] if c["metadata"].get("relatedTo") == anchor["id"]]
+    relations = {c["title"]: c["metadata"]["relatedRelation"] for c in related}
+    assert relations == {
+        "TestToll": "tested_by",
+        "TestNobodyPays": "tested_by",
+        "Gate": "called_by",
+    }
+
+
 def test_exclude_related_turns_related_code_off(api, world, alice) -> None:
     body = retrieve(
         api,
@@ -305,6 +377,21 @@ def test_a_reindexed_source_is_not_served_from_the_cache(api, world, alice) -> N
 
     assert "billing-v2.md" in second
     assert "billing.md" not in second
+
+
+def test_a_source_without_hits_republished_is_not_served_from_the_cache(api, world, alice) -> None:
+    """GIVEN a cached search in which team-docs had no hit, WHEN team-docs is republished with
+    a match, THEN the next search (within the 60 s) finds it."""
+    query = {"query": "chargeback windows", "excludeRelated": True}
+    assert "team-v2.md" not in paths(retrieve(api, alice, spaceId=world.project, **query))
+    republished = api.put(
+        f"{SOURCES}/{world.sources['team-docs']}/index",
+        headers=world.admin,
+        json={"documents": [doc("team-v2.md", "Chargeback windows close after ninety days.")]},
+    )
+    assert republished.status_code == 200
+
+    assert "team-v2.md" in paths(retrieve(api, alice, spaceId=world.project, **query))
 
 
 def test_a_deleted_source_is_not_served_from_the_cache(api, world, alice) -> None:

@@ -161,6 +161,26 @@ def test_an_invalid_space_body_is_422_with_a_clear_message(api, admin_headers, b
     assert response.json()["error"]["message"]
 
 
+@pytest.mark.parametrize(
+    ("level", "parent_level"),
+    [("business_unit", None), ("subproject", "project")],
+)
+def test_levels_defined_but_unused_by_the_spec_are_not_creatable(
+    api, admin_headers, level, parent_level
+) -> None:
+    parent = None
+    if parent_level is not None:
+        team = create_team(api, admin_headers)
+        body = {"name": "Billing", "level": parent_level, "parentId": team["id"]}
+        parent = api.post(SPACES, headers=admin_headers, json=body).json()["id"]
+    body = {"name": "x", "level": level, **({"parentId": parent} if parent else {})}
+
+    response = api.post(SPACES, headers=admin_headers, json=body)
+
+    assert error_of(response) == (422, "validation_failed")
+    assert "department, group, team, project" in response.json()["error"]["message"]
+
+
 def test_a_body_that_is_not_json_is_400(api, admin_headers) -> None:
     response = api.post(
         SPACES, headers={**admin_headers, "Content-Type": "application/json"}, content=b"{not json"

@@ -335,20 +335,39 @@ def test_a_locked_attribution_table_is_error_within_the_lock_timeout(
     assert_passed_through(answer, provider)
 
 
-def test_a_stream_passes_through_and_ends_with_the_outcome_comment(
+def links_of(org_id: uuid.UUID) -> list[dict]:
+    with connection() as conn:
+        chain = org_chain(org_id)
+        return [
+            e.record
+            for e in list_evidence(conn, chain=chain, category="context_attribution_link").entries
+        ]
+
+
+def test_a_stream_is_linked_as_its_answer_starts_and_carries_the_outcome_as_a_header(
     keys, org_id, client, provider
 ) -> None:
+    """GIVEN a provider that has sent its stream's headers but no byte of its body yet, WHEN
+    the gateway answers, THEN the link is appended and its outcome is a response header before
+    any of the body is relayed, and the body is the provider's, byte for byte."""
     event = retrieval(org_id, keys)
     alice = person(org_id, "alice")
+    released = provider.hold_streams()
+    try:
+        answer = GatewayService(client, wait_ms=0).call(
+            chat(alice, event.record.request_id, STREAM)
+        )
+        assert isinstance(answer, StreamedAnswer)
+        assert answer.headers[CONTEXT_LINK] == "linked"
+        (link,) = links_of(org_id)
+        assert link["responseId"] == answer.headers[GATEWAY_REQUEST_ID]
+    finally:
+        released.set()
 
-    answer = GatewayService(client, wait_ms=0).call(chat(alice, event.record.request_id, STREAM))
-
-    assert isinstance(answer, StreamedAnswer)
-    assert CONTEXT_LINK not in answer.headers  # sent before the outcome is known
     assert answer.headers["content-type"].startswith("text/event-stream")
     streamed = b"".join(answer.chunks)
     (exchange,) = provider.exchanges
-    assert streamed == exchange.answer + b": X-Keystone-Context-Link: linked\n\n"
+    assert streamed == exchange.answer
     with connection() as conn:
         (logged,) = list_calls(conn, alice).calls
     assert logged.call.stream is True
@@ -366,21 +385,37 @@ def test_a_stream_without_a_context_id_is_the_providers_bytes_alone(
     assert b"".join(answer.chunks) == provider.exchanges[0].answer
 
 
-def test_a_provider_error_passes_through_unlinked_and_is_logged(
-    keys, org_id, client, provider
+@pytest.mark.parametrize("status", [400, 429, 500])
+def test_a_provider_error_passes_through_unchanged_with_its_link_outcome(
+    keys, org_id, client, provider, status
 ) -> None:
+    """The call carried the retrieval to the provider whatever it answered: linked like any
+    answer, the outcome in the header, the error body and status the provider's."""
     event = retrieval(org_id, keys)
     alice = person(org_id, "alice")
-    provider.fail_next(429)
+    provider.fail_next(status)
 
     answer = plain(GatewayService(client, wait_ms=0).call(chat(alice, event.record.request_id)))
 
     assert_passed_through(answer, provider)
-    assert answer.status == 429
-    assert CONTEXT_LINK not in answer.headers
+    assert answer.status == status
+    assert answer.headers[CONTEXT_LINK] == "linked"
+    (link,) = links_of(org_id)
+    assert link["responseId"] == answer.headers[GATEWAY_REQUEST_ID]
     with connection() as conn:
         (logged,) = list_calls(conn, alice).calls
-    assert (logged.call.status, logged.call.link_outcome) == (429, None)
+    assert (logged.call.status, logged.call.link_outcome) == (status, LinkOutcome.LINKED)
+
+
+def test_a_provider_error_naming_an_unknown_retrieval_is_not_found(
+    keys, org_id, client, provider
+) -> None:
+    provider.fail_next(500)
+
+    answer = plain(GatewayService(client, wait_ms=0).call(chat(person(org_id, "a"), "req_none")))
+
+    assert_passed_through(answer, provider)
+    assert answer.headers[CONTEXT_LINK] == "not_found"
 
 
 def test_an_unreachable_provider_is_503_and_logged(keys, org_id) -> None:

@@ -25,10 +25,13 @@ from context_ledger.db.migrate import migrate
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.embeddings.similarity import cosine
 from context_ledger.local.embeddings_server import serve_embeddings
+from context_ledger.retrieval.cache import SearchCache
+from context_ledger.retrieval.request import RetrieveRequest
+from context_ledger.retrieval.service import Dependencies, retrieve
 from context_ledger.search.candidates import Candidate, find_candidates
 from context_ledger.search.exact import uses_pgvector
 from context_ledger.search.vectors import PgvectorUnavailableError, pgvector_available
-from context_ledger.settings import SearchBackend
+from context_ledger.settings import SearchBackend, load_settings
 from context_ledger.sources.model import Document
 from context_ledger.spaces.service import create_organisation
 
@@ -183,3 +186,33 @@ def test_the_pgvector_backend_fails_closed_when_pgvector_is_dropped_after_use(
         # The next search checks again rather than trusting what this process saw before.
         with pytest.raises(PgvectorUnavailableError):
             candidates(conn, admin, source, vector, SearchBackend.PGVECTOR)
+
+
+@pytest.mark.parametrize("published", [True, False], ids=["with-a-source", "with-no-source"])
+@pytest.mark.parametrize("embeddings", [False, True], ids=["full-text-only", "hybrid"])
+def test_every_retrieval_fails_closed_with_the_pgvector_backend_and_no_pgvector(
+    plain_database: tuple[str, str], embedder: EmbeddingsClient, published: bool, embeddings: bool
+) -> None:
+    """Not only those with a query vector: the operator chose pgvector, so a full-text-only
+    retrieval (no endpoint, or nothing to search) is 503 as well, and nothing is recorded."""
+    url, _ = plain_database
+    migrate(url)
+    recorded: list[dict] = []
+    deps = Dependencies(
+        settings=load_settings(KEYSTONE_CONTEXT_SEARCH_BACKEND="pgvector"),
+        cache=SearchCache(),
+        embedder=embedder if embeddings else None,
+        publish=recorded.append,
+    )
+    request = RetrieveRequest.model_validate({"query": "refund receipt"})
+
+    with psycopg.connect(url, row_factory=dict_row) as conn:
+        org = create_organisation(conn, name="Plain")
+        if published:
+            publish_source(conn, org, DOCUMENTS, embedder=embedder if embeddings else None)
+        conn.commit()
+        with pytest.raises(PgvectorUnavailableError) as raised:
+            retrieve(conn, admin_of(org), request, client_header=None, deps=deps)
+
+    assert raised.value.status == 503
+    assert recorded == []

@@ -17,9 +17,9 @@ from context_ledger.auth.principal import (
 )
 from context_ledger.errors import InvalidRequestError
 from context_ledger.gateway.headers import GatewayHeaders
-from context_ledger.gateway.linking import LinkOutcome, LinkResult, may_link
+from context_ledger.gateway.linking import may_link
 from context_ledger.gateway.provider import Endpoint
-from context_ledger.gateway.service import CallRequest, link_comment
+from context_ledger.gateway.service import CallRequest
 
 ORG = uuid.uuid4()
 
@@ -67,8 +67,3 @@ def test_model_and_stream_are_read_for_the_log_and_the_body_kept_as_sent() -> No
     body = b'{"stream": true,  "model": "m-1"}'
     call = CallRequest.of(caller("a"), Endpoint.CHAT_COMPLETIONS, body, GatewayHeaders(None))
     assert (call.model, call.stream, call.body) == ("m-1", True, body)
-
-
-def test_the_streams_final_event_is_an_sse_comment_naming_the_outcome() -> None:
-    comment = link_comment(LinkResult(LinkOutcome.NOT_FOUND, latency_ms=750))
-    assert comment == b": X-Keystone-Context-Link: not_found\n\n"

@@ -120,6 +120,20 @@ def test_related_code_takes_at_most_two_per_relation_and_six_in_all() -> None:
     assert by.count((anchor_b, "calls")) == 1, "round-robin: the second anchor gets its turn"
 
 
+def test_a_test_that_calls_the_anchor_is_tested_by_and_leaves_called_by_to_other_callers() -> None:
+    anchor, test, callers = ids(1)[0], uuid.UUID(int=100), ids(4)[1:]
+    edges = [{"from_chunk_id": test, "to_chunk_id": anchor, "relation": "calls"}]
+    edges += [{"from_chunk_id": c, "to_chunk_id": anchor, "relation": "calls"} for c in callers]
+    edges += [{"from_chunk_id": anchor, "to_chunk_id": test, "relation": "tested_by"}]
+
+    picks = pick_related([anchor], edges, exclude=set())
+
+    assert [(p.chunk_id, p.relation) for p in picks if p.relation == "tested_by"] == [
+        (test, "tested_by")
+    ]
+    assert [p.chunk_id for p in picks if p.relation == "called_by"] == callers[:2]
+
+
 def test_related_code_skips_chunks_already_delivered_and_uses_only_top_three_anchors() -> None:
     a1, a2, a3, a4, delivered, fresh = ids(6)
     edges = [
@@ -144,7 +158,7 @@ class FakeClock:
 def test_the_search_cache_expires_after_60_seconds() -> None:
     clock = FakeClock()
     cache = SearchCache(clock=clock)
-    entry = CachedSearch(candidates=(), source_versions={})
+    entry = CachedSearch(candidates=(), source_states={})
     cache.put("k", entry)
 
     clock.now = 59.0
@@ -156,9 +170,9 @@ def test_the_search_cache_expires_after_60_seconds() -> None:
 def test_the_search_cache_evicts_the_least_recently_used() -> None:
     cache = SearchCache(max_entries=2)
     for key in ("a", "b"):
-        cache.put(key, CachedSearch(candidates=(), source_versions={}))
+        cache.put(key, CachedSearch(candidates=(), source_states={}))
     cache.get("a")
-    cache.put("c", CachedSearch(candidates=(), source_versions={}))
+    cache.put("c", CachedSearch(candidates=(), source_states={}))
 
     assert cache.get("b") is None
     assert cache.get("a") is not None

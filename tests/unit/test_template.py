@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
+from context_ledger.settings import Settings
+
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
 SERVERLESS_FUNCTION = "AWS::Serverless::Function"
@@ -137,6 +139,40 @@ def test_globals_carry_the_shared_environment() -> None:
     } <= set(variables)
     # Secrets travel as ARNs, never as values.
     assert not {"KEYSTONE_EVIDENCE_HMAC_KEY", "DATABASE_URL"} & set(variables)
+
+
+#: The deployment settings the spec names (retrieval-and-attribution.md); each is the
+#: operator's to set, so each must be a template parameter reaching every function.
+SPEC_VARIABLES = (
+    "KEYSTONE_CONTEXT_SEARCH_BACKEND",
+    "KEYSTONE_CONTEXT_LEVEL_WEIGHTS",
+    "KEYSTONE_CONTEXT_EMBEDDINGS_URL",
+    "KEYSTONE_CONTEXT_EMBEDDINGS_MODEL",
+    "KEYSTONE_CONTEXT_EMBEDDINGS_DIMENSIONS",
+    "KEYSTONE_CONTEXT_EMBEDDINGS_INTERNAL_HOSTS",
+    "KEYSTONE_CONTEXT_EMBEDDINGS_EXTERNAL",
+    "KEYSTONE_MODELS_CONTEXT_LINK_WAIT_MS",
+)
+
+
+@pytest.mark.parametrize("variable", SPEC_VARIABLES)
+def test_every_setting_the_spec_names_is_a_deployment_parameter(variable: str) -> None:
+    variables = _template()["Globals"]["Function"]["Environment"]["Variables"]
+    assert variable in variables, f"{variable} cannot be set in a deployment"
+    assert _ref(variables[variable]) in _template()["Parameters"]
+
+
+@pytest.mark.parametrize(("value", "external"), [("", None), ("true", True), ("false", False)])
+def test_every_value_of_the_embeddings_locality_parameter_is_a_setting(
+    value: str, external: bool | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    variables = _template()["Globals"]["Function"]["Environment"]["Variables"]
+    parameter = _template()["Parameters"][_ref(variables["KEYSTONE_CONTEXT_EMBEDDINGS_EXTERNAL"])]
+    assert parameter["Default"] == ""
+    assert value in parameter["AllowedValues"]
+    monkeypatch.setenv("KEYSTONE_CONTEXT_EMBEDDINGS_EXTERNAL", value)
+
+    assert Settings().embeddings_external is external
 
 
 def test_the_attribution_writer_consumes_the_queue_safely() -> None:

@@ -3,8 +3,9 @@
 A record is visible to
 
 - the person who retrieved (same user, and the caller is a person, not a service);
-- a caller holding ``context:space:admin`` on the record's space; a record without a space (an
-  organisation-chain retrieval) to holders of the ``context:admin`` scope instead;
+- a caller holding ``context:space:admin`` on the record's space; for a record without a space
+  (an organisation-chain retrieval), on the organisation space (the ``context:admin`` scope or an
+  admin grant there);
 - for reads only, ``audit:read`` holders of the same organisation (the gateway spec's auditor).
 
 Anything else (another user, another organisation, an unknown or malformed id) answers exactly like
@@ -36,7 +37,7 @@ from context_ledger.evidence.chain import authentic_record, org_chain
 from context_ledger.evidence.keys import KeyRing, refresh_key_ring
 from context_ledger.evidence.listing import published_record
 from context_ledger.spaces.permissions import Permission
-from context_ledger.spaces.service import authorize_space
+from context_ledger.spaces.service import authorize_space, organisation_space_id
 
 logger = Logger(child=True)
 
@@ -91,15 +92,14 @@ def parse_request_id(raw: str) -> str:
 
 
 def may_act_on(conn: psycopg.Connection, principal: Principal, attribution: Attribution) -> bool:
-    """The owner, or an admin of the record's space (of the organisation for a spaceless one)."""
+    """The owner, or an admin of the record's space. A spaceless record is an organisation-chain
+    retrieval, so its space is the organisation space: the ``context:admin`` scope or an admin
+    grant on that space (the same rule as creating a space under it)."""
     if principal.is_person and principal.user_id == attribution.user_id:
         return True
-    if attribution.space_id is None:
-        return principal.is_context_admin
     try:
-        authorize_space(
-            conn, principal, attribution.space_id, Permission.ADMIN, action="reading attributions"
-        )
+        space_id = attribution.space_id or organisation_space_id(conn, principal)
+        authorize_space(conn, principal, space_id, Permission.ADMIN, action="reading attributions")
     except (SpaceNotFoundError, ForbiddenError):
         return False
     return True

@@ -3,20 +3,25 @@
 Listing follows the compliance-evidence style: newest first, ``limit`` (default 50, at most 500)
 and an opaque cursor (``evidence.listing.Position`` over ``created_at`` and the row's ``seq``).
 A caller sees their own calls; an ``audit:read`` holder sees all of the organisation's. Rows are
-always selected by the caller's organisation, so another organisation's calls never show.
+always selected by the caller's organisation, so another organisation's calls never show. A
+retrieval filter matches the calls that named it by either of its ids: a row keeps the id its call
+sent, and the ids are joined when the log is read, so a call made before its record was written
+(``not_found``) is found too.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 import psycopg
 
 from context_ledger.auth.principal import SCOPE_AUDIT_READ, Principal
+from context_ledger.evidence.keys import KeyRing, get_key_ring
 from context_ledger.evidence.listing import DEFAULT_LIMIT, MAX_LIMIT, Position
-from context_ledger.gateway.linking import LinkOutcome
+from context_ledger.gateway.linking import LinkOutcome, retrieval_names
 from context_ledger.gateway.provider import Endpoint
 from context_ledger.gateway.usage import TokenUsage
 
@@ -71,7 +76,8 @@ SELECT id, org_id, user_id, client_id, client_name, client_version, endpoint, mo
 FROM model_logs
 WHERE org_id = %(org_id)s
   AND (%(user_id)s::text IS NULL OR user_id = %(user_id)s)
-  AND (%(context_request_id)s::text IS NULL OR context_request_id = %(context_request_id)s)
+  AND (%(context_request_ids)s::text[] IS NULL
+       OR context_request_id = ANY(%(context_request_ids)s::text[]))
   AND (%(after_created_at)s::timestamptz IS NULL
        OR (created_at, seq) < (%(after_created_at)s, %(after_seq)s))
 ORDER BY created_at DESC, seq DESC
@@ -134,15 +140,25 @@ def list_calls(
     context_request_id: str | None = None,
     limit: int = DEFAULT_LIMIT,
     after: Position | None = None,
+    keys: Callable[[], KeyRing] = get_key_ring,
 ) -> CallPage:
-    """One page of the calls the caller may see, newest first."""
+    """One page of the calls the caller may see, newest first; with ``context_request_id``,
+    those that named that retrieval by either of its ids, its ``requestId`` or its
+    ``attributionId`` (linking.retrieval_names reads its records, whose MACs need ``keys``)."""
     limit = max(1, min(limit, MAX_LIMIT))
+    names = (
+        None
+        if context_request_id is None
+        else retrieval_names(
+            conn, org_id=principal.org_id, context_request_id=context_request_id, keys=keys()
+        )
+    )
     rows = conn.execute(
         _LIST,
         {
             "org_id": principal.org_id,
             "user_id": None if principal.has_scope(SCOPE_AUDIT_READ) else principal.user_id,
-            "context_request_id": context_request_id,
+            "context_request_ids": None if names is None else sorted(names),
             "after_created_at": None if after is None else after.created_at,
             "after_seq": None if after is None else after.seq,
             "limit": limit + 1,

@@ -95,6 +95,19 @@ def _records(
     return find_request_attributions(conn, org_id=org_id, request_id=context_request_id, keys=keys)
 
 
+def retrieval_names(
+    conn: psycopg.Connection, *, org_id: uuid.UUID, context_request_id: str, keys: KeyRing
+) -> frozenset[str]:
+    """Every id a model call may have named the same retrieval by: ``context_request_id``
+    itself and the ``requestId`` and ``attributionId`` of each record it resolves to, as a link
+    resolves it (spec: a call names "the requestId (or attributionId) of the retrieval"). An id
+    without a record (yet) names only itself."""
+    names = {context_request_id}
+    for attribution in _records(conn, org_id, context_request_id, keys):
+        names |= {attribution.request_id, str(attribution.attribution_id)}
+    return frozenset(names)
+
+
 def _bound(conn: psycopg.Connection) -> None:
     conn.execute(
         "SELECT set_config('lock_timeout', %(lock)s, true),"

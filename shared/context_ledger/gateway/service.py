@@ -1,15 +1,15 @@
 """One model call through the gateway: forward, pass the answer through, link, log.
 
-The provider's answer reaches the caller byte for byte; the gateway only adds headers
-(``X-Keystone-Gateway-Request-Id`` always, ``X-Keystone-Context-Link`` on a plain answer when a
-retrieval was named) and, at the very end of a streamed answer, one SSE comment event carrying
-the link outcome: ``: X-Keystone-Context-Link: <outcome>`` followed by a blank line. SSE clients
-ignore comments, so OpenAI SDKs read the stream unchanged; a reader that wants the outcome reads
-the last comment, which is written like the trailer it stands in for (HTTP trailers do not survive
-API Gateway and Lambda).
+The provider's answer reaches the caller byte for byte, streamed or not, error or not; the gateway
+only adds headers: ``X-Keystone-Gateway-Request-Id`` always, and ``X-Keystone-Context-Link`` on
+every provider answer to a call that named a retrieval. A plain answer is linked once its body is
+in; a streamed one (``text/event-stream``) as it starts, before any of its body is relayed, because
+headers leave first (HTTP trailers survive neither API Gateway nor Lambda).
 
-Only a successful answer (2xx) is linked: an error answer produced no response that used the
-retrieval. Logging and linking never fail or alter the call; their failures are logged.
+An error answer (not 2xx) is linked too: the call carried the retrieval's context to the
+provider whatever it answered, and the evidence says so; the model log tells its status. Without
+a provider answer (unreachable, broken off) there is nothing to link. Logging and linking never
+fail or alter the call; their failures are logged.
 """
 
 from __future__ import annotations
@@ -41,11 +41,6 @@ from context_ledger.gateway.provider import (
 )
 from context_ledger.gateway.usage import StreamUsage, TokenUsage, usage_of_body
 from context_ledger.log import logger
-
-
-def link_comment(result: LinkResult) -> bytes:
-    """The final SSE event of a streamed answer: the link outcome as a comment."""
-    return f": {CONTEXT_LINK}: {result.outcome.value}\n\n".encode()
 
 
 @dataclass(frozen=True)
@@ -113,7 +108,8 @@ class GatewayService:
         try:
             answer = self.provider.open(request.endpoint, request.body)
             if answer.is_event_stream:
-                chunks = self._stream(request, answer, gateway_request_id, started)
+                link = self._link(request, gateway_request_id, headers)
+                chunks = self._stream(request, answer, gateway_request_id, started, link)
                 return StreamedAnswer(answer.status, {**answer.passed_headers(), **headers}, chunks)
             body = answer.read()
         except ProviderUnavailableError as exc:
@@ -122,10 +118,7 @@ class GatewayService:
             body = json.dumps(exc.body()).encode()
             headers["Content-Type"] = "application/json"
             return PlainAnswer(exc.status, headers, body)
-        link = None
-        if answer.response.is_success and request.headers.context_request_id:
-            link = self._link(request, gateway_request_id)
-            headers[CONTEXT_LINK] = link.outcome.value
+        link = self._link(request, gateway_request_id, headers)
         self._record(request, gateway_request_id, started, answer.status, usage_of_body(body), link)
         return PlainAnswer(answer.status, {**answer.passed_headers(), **headers}, body)
 
@@ -135,27 +128,26 @@ class GatewayService:
         answer: ProviderAnswer,
         gateway_request_id: uuid.UUID,
         started: float,
+        link: LinkResult | None,
     ) -> Iterator[bytes]:
         usage = StreamUsage()
-        link = None
         try:
-            try:
-                for chunk in answer.iter_bytes():
-                    usage.feed(chunk)
-                    yield chunk
-            except httpx.HTTPError as exc:
-                # Half an answer is all the caller gets; it is not linked.
-                logger.warning("model provider broke off a stream", extra={"problem": repr(exc)})
-                return
-            if request.headers.context_request_id:
-                link = self._link(request, gateway_request_id)
-                yield link_comment(link)
+            for chunk in answer.iter_bytes():
+                usage.feed(chunk)
+                yield chunk
+        except httpx.HTTPError as exc:
+            # Half an answer is all the caller gets; its link stays, as the answer had started.
+            logger.warning("model provider broke off a stream", extra={"problem": repr(exc)})
         finally:
             self._record(request, gateway_request_id, started, answer.status, usage.usage, link)
 
-    def _link(self, request: CallRequest, gateway_request_id: uuid.UUID) -> LinkResult:
-        assert request.headers.context_request_id is not None
-        return link_retrieval(
+    def _link(
+        self, request: CallRequest, gateway_request_id: uuid.UUID, headers: dict[str, str]
+    ) -> LinkResult | None:
+        """Link the named retrieval (if any) to this call and put the outcome in ``headers``."""
+        if not request.headers.context_request_id:
+            return None
+        link = link_retrieval(
             request.principal,
             context_request_id=request.headers.context_request_id,
             response_id=str(gateway_request_id),
@@ -164,6 +156,8 @@ class GatewayService:
             keys=self.keys,
             clock=self.clock,
         )
+        headers[CONTEXT_LINK] = link.outcome.value
+        return link
 
     def _record(
         self,

@@ -7,14 +7,14 @@ from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Response
-from pydantic import BeforeValidator, Field, StringConstraints
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, WithJsonSchema
 
 from context_ledger.auth.principal import Principal
 from context_ledger.db import connection
 from context_ledger.http.models import ApiModel, RequestModel
 from context_ledger.http.principal import current_principal
 from context_ledger.spaces import service
-from context_ledger.spaces.levels import Level
+from context_ledger.spaces.levels import CREATABLE_LEVELS, Level
 from context_ledger.spaces.permissions import Permission
 
 router = APIRouter(prefix="/api/v1/context/spaces", tags=["spaces"])
@@ -32,9 +32,22 @@ def _strip(value: object) -> object:
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200), BeforeValidator(_strip)]
 
 
+def _creatable(level: Level) -> Level:
+    if level not in CREATABLE_LEVELS:
+        raise ValueError(f"level must be one of {', '.join(CREATABLE_LEVELS)}")
+    return level
+
+
+CreatableLevel = Annotated[
+    Level,
+    AfterValidator(_creatable),
+    WithJsonSchema({"type": "string", "enum": [level.value for level in CREATABLE_LEVELS]}),
+]
+
+
 class CreateSpaceRequest(RequestModel):
     name: Name
-    level: Level
+    level: CreatableLevel
     parent_id: str | None = Field(default=None, max_length=64)
 
 

@@ -11,7 +11,9 @@ message, so answers are predictable; they carry non-ASCII text and the spacing o
 Every exchange is recorded (:attr:`StandInProviderServer.exchanges`): the request's headers and
 body bytes and the exact bytes answered, so tests prove what reached the provider and compare the
 gateway's answer with the provider's byte for byte. :meth:`~StandInProviderServer.fail_next`
-answers an OpenAI error instead.
+answers an OpenAI error instead, and :meth:`~StandInProviderServer.hold_streams` sends a stream's
+headers but holds its body until released (a model slow to its first token), so a test can see
+what a proxy does between the two.
 
 Run it alone with ``python -m context_ledger.local.provider_server --port 8090`` and set
 ``KEYSTONE_MODELS_PROVIDER_URL=http://127.0.0.1:8090/v1``.
@@ -149,6 +151,8 @@ class StandInProviderServer(ThreadingHTTPServer):
         self.api_key = api_key
         self.exchanges: list[Exchange] = []
         self._failures: list[int] = []
+        self._held = threading.Event()
+        self._held.set()
         self._lock = threading.Lock()
 
     @property
@@ -161,10 +165,17 @@ class StandInProviderServer(ThreadingHTTPServer):
         with self._lock:
             self._failures.extend([status] * times)
 
+    def hold_streams(self) -> threading.Event:
+        """From now on a streamed answer sends its headers, then waits for the returned event
+        (at most 30 s) before its body; ``reset`` releases it."""
+        self._held.clear()
+        return self._held
+
     def reset(self) -> None:
         with self._lock:
             self.exchanges.clear()
             self._failures.clear()
+        self._held.set()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up is no error worth a traceback."""
@@ -239,6 +250,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()
+        self.wfile.flush()
+        self.server._held.wait(timeout=30)
         for event in events:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
             self.wfile.flush()

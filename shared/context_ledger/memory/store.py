@@ -225,13 +225,22 @@ FROM sources s WHERE s.id = %(source_id)s AND s.index_version > 0
 RETURNING token_count, embedding IS NOT NULL AS embedded
 """
 
-# The served version's counters follow its chunks (one memory: one document, one chunk).
+# The served version's counters follow its chunks (one memory: one document, one chunk), and the
+# source is marked changed: a memory's chunk is replaced within the one served version, so its
+# updated_at is what tells a cached search that the source changed (retrieval/service.py).
+# Counters first, then the source, the order a publish locks them in (sources/store.py). The
+# clock, not now(): two writes of one source wait for each other's row lock, so the later one
+# always sets a later value, even when their transactions started at the same microsecond.
 _ADD_TO_COUNTS = """
-UPDATE index_versions v
-SET document_count = document_count + %(chunks)s, chunk_count = chunk_count + %(chunks)s,
-    token_count = token_count + %(tokens)s, embedded_count = embedded_count + %(embedded)s
-FROM sources s
-WHERE s.id = %(source_id)s AND v.source_id = s.id AND v.version = s.index_version
+WITH counted AS (
+    UPDATE index_versions v
+    SET document_count = document_count + %(chunks)s, chunk_count = chunk_count + %(chunks)s,
+        token_count = token_count + %(tokens)s, embedded_count = embedded_count + %(embedded)s
+    FROM sources s
+    WHERE s.id = %(source_id)s AND v.source_id = s.id AND v.version = s.index_version
+    RETURNING v.source_id
+)
+UPDATE sources SET updated_at = clock_timestamp() WHERE id IN (SELECT source_id FROM counted)
 """
 
 

@@ -1,9 +1,11 @@
 """The search-step cache: 60 seconds per organisation, authorised space set and search inputs.
 
 Only the search step is cached (candidate chunk ids and their scores); authorisation, DLP and the
-budget run on every request. Each entry remembers the index version of every source it names, and a
-hit is discarded when one of them was deleted or re-indexed since. The cache lives in the process:
-a warm Lambda container reuses it, a cold one starts empty.
+budget run on every request. The key names every searched source, so a source added to or deleted
+from the searched spaces makes another key; each entry remembers the state (index version, last
+change) of every searched source, those without hits too, and a hit is discarded when any of them
+was re-published, re-indexed or had a memory written since. The cache lives in the process: a warm
+Lambda container reuses it, a cold one starts empty.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ MAX_ENTRIES = 1024
 @dataclass(frozen=True)
 class CachedSearch:
     candidates: tuple[Any, ...]
-    #: index version of every source the candidates come from, when they were found
-    source_versions: dict[uuid.UUID, int]
+    #: the state of every searched source when they were searched (retrieval/service.py)
+    source_states: dict[uuid.UUID, Hashable]
 
 
 class SearchCache:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, NamedTuple
 
 import psycopg
@@ -58,7 +59,7 @@ _ORGANISATION_CHAIN = (
 # grants: the chain's sources statement returns them, and the chain's terms statement counts
 # the query terms over them. One definition, so both read the same sources.
 _SEARCHED = """, searched AS (
-    SELECT id, space_id, kind, name, classification, index_version FROM sources
+    SELECT id, space_id, kind, name, classification, index_version, updated_at FROM sources
     WHERE org_id = %(org_id)s AND space_id IN (SELECT id FROM chain)
       AND index_version > 0 AND (%(kinds)s::text[] IS NULL OR kind = ANY(%(kinds)s::text[]))
 )"""
@@ -95,6 +96,8 @@ class SearchSource:
     name: str
     classification: str
     index_version: int
+    #: when the source last changed: a publish, or a memory write within its one version
+    updated_at: datetime
 
 
 def _may_search(principal: Principal, row: dict) -> bool:
@@ -217,6 +220,7 @@ def _sources(cursor: psycopg.Cursor) -> list[SearchSource]:
             name=row["name"],
             classification=row["classification"],
             index_version=row["index_version"],
+            updated_at=row["updated_at"],
         )
         for row in cursor.fetchall()
     ]

@@ -27,7 +27,12 @@ class RelatedPick:
 def _by_anchor(
     edges: list[dict], anchors: list[uuid.UUID]
 ) -> dict[tuple[uuid.UUID, str], list[uuid.UUID]]:
-    """For each (anchor, relation), its neighbours in a stable order."""
+    """For each (anchor, relation), its neighbours in a stable order.
+
+    A test that calls an anchor directly has both edges, ``calls`` to it and ``tested_by`` from
+    it: it is the anchor's test, so it is left out of the anchor's callers. (Otherwise the
+    caller queue, served first, took it, and ``tested_by`` never named a directly calling test.)
+    """
     anchor_set = set(anchors)
     found: dict[tuple[uuid.UUID, str], list[uuid.UUID]] = {}
     for edge in edges:
@@ -38,6 +43,12 @@ def _by_anchor(
             found.setdefault((target, "called_by"), []).append(source)
         if relation == "tested_by" and source in anchor_set:
             found.setdefault((source, "tested_by"), []).append(target)
+    for anchor in anchor_set:
+        tests = set(found.get((anchor, "tested_by"), ()))
+        if tests and (anchor, "called_by") in found:
+            found[(anchor, "called_by")] = [
+                c for c in found[(anchor, "called_by")] if c not in tests
+            ]
     return found
 
 

@@ -48,6 +48,7 @@ from context_ledger.retrieval.request import RetrieveRequest
 from context_ledger.search.candidates import Candidate, search_candidates
 from context_ledger.search.fulltext import SearchQuery, TermCounts
 from context_ledger.search.hybrid import rank
+from context_ledger.search.vectors import pending_pgvector_available, require_pgvector
 from context_ledger.settings import SearchBackend, Settings
 from context_ledger.sources.model import SourceKind
 from context_ledger.spaces.levels import Level
@@ -129,6 +130,14 @@ def _versions(sources: Iterable[SearchSource]) -> dict[uuid.UUID, int]:
     return {source.id: source.index_version for source in sources}
 
 
+def _states(sources: Iterable[SearchSource]) -> dict[uuid.UUID, Hashable]:
+    """What a cached search of ``sources`` depends on, per source (read with the chain): its
+    index version (a publish) and its last change (also a memory write, which replaces a chunk
+    within the one version). Every searched source counts, not only those with hits: a source
+    without a hit may have one after its next publish or edit."""
+    return {source.id: (source.index_version, source.updated_at) for source in sources}
+
+
 def _search(
     conn: psycopg.Connection,
     principal: Principal,
@@ -145,13 +154,13 @@ def _search(
     endpoint that failed is not cached: the next request tries the endpoint again (after the
     cooldown)."""
     key = _cache_key(principal, spaces, sources, request, gate, deps)
-    versions = _versions(sources)
+    versions, states = _versions(sources), _states(sources)
     cached = deps.cache.get(key)
     if cached is not None:
-        # The key names every searched source, so each cached one is among them.
-        if all(versions[id] == version for id, version in cached.source_versions.items()):
+        # The key names every searched source, so both name the same sources.
+        if cached.source_states == states:
             return list(cached.candidates), without_embedding(gate)
-        deps.cache.discard(key)  # a source was re-indexed since
+        deps.cache.discard(key)  # a source was published, re-indexed or edited since
     # The terms travelled with the chain and are read while the query is embedded.
     query = query_vector(gate, request.query, settings=deps.settings, cooldown=deps.cooldown)
     counts = chain_terms.result()
@@ -180,14 +189,7 @@ def _search(
             side_connection=side,
         )
     if not query.degraded:
-        found = {c.source_id for c in candidates}
-        deps.cache.put(
-            key,
-            CachedSearch(
-                candidates=tuple(candidates),
-                source_versions={id: v for id, v in versions.items() if id in found},
-            ),
-        )
+        deps.cache.put(key, CachedSearch(candidates=tuple(candidates), source_states=states))
     return candidates, query
 
 
@@ -374,17 +376,24 @@ def retrieve(
 ) -> RetrieveAnswer:
     # One round trip: the chain, its sources and the query's terms over them (whichever of
     # those the caller may search: the chain says, after), the DLP policy, the level weights,
-    # and last the request's count against its rate limits (its rows stay locked until the Sync).
+    # whether pgvector is there for the pgvector backend, and last the request's count against
+    # its rate limits (its rows stay locked until the Sync).
     space_id, kinds = request.space_uuid(), request.kinds()
+    pgvector_backend = deps.settings.search_backend is SearchBackend.PGVECTOR
     with conn.pipeline():
         chain = pending_search_spaces(conn, principal, space_id)
         chain_sources = pending_chain_sources(conn, principal, space_id, kinds)
         chain_terms = pending_chain_terms(conn, principal, space_id, kinds, request.query)
         stored_policy = pending_policy(conn, org_id=principal.org_id)
         stored_weights = pending_weights(conn, principal.org_id, deps.settings)
+        pgvector = pending_pgvector_available(conn) if pgvector_backend else None
         admitted = deps.count_request(conn) if deps.count_request else None
     if admitted is not None:
         admitted.result()  # over a rate limit: 429 before anything read is used
+    if pgvector is not None:
+        # Every retrieval, not only one with a query vector (full-text only: no endpoint, the
+        # endpoint down, nothing to search): the operator chose this backend, so it fails closed.
+        require_pgvector(pgvector)
     spaces, policy, weights = chain.result(), stored_policy.result(), stored_weights.result()
     levels = {s.id: s.level for s in spaces}
     searchable = searchable_sources(chain_sources.result(), spaces)

@@ -28,6 +28,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import scalar_row
 
+from context_ledger.db.pending import Pending, send
 from context_ledger.errors import ServiceUnavailableError
 
 #: pgvector's HNSW limit for the ``halfvec`` type.
@@ -91,6 +92,18 @@ def pgvector_available(conn: psycopg.Connection) -> bool:
     """True when migration 0002 could create pgvector's column (the extension was there)."""
     with conn.cursor(row_factory=scalar_row) as cursor:
         return bool(cursor.execute(_HAS_VECTOR_COLUMN).fetchone())
+
+
+def pending_pgvector_available(conn: psycopg.Connection) -> Pending[bool]:
+    """:func:`pgvector_available`, sent now and read later (db/pending.py): in a pipeline it
+    shares a round trip with the statements beside it."""
+    return send(conn, _HAS_VECTOR_COLUMN, {}, lambda cursor: bool(cursor.fetchone()["exists"]))
+
+
+def require_pgvector(available: Pending[bool]) -> None:
+    """Fail closed (503) when the pgvector backend is configured and pgvector is not there."""
+    if not available.result():
+        raise PgvectorUnavailableError("the pgvector search backend is not available")
 
 
 def ensure_vector_index(conn: psycopg.Connection, dimensions: int) -> str:

@@ -28,9 +28,11 @@ RANK: dict[Level, int] = {
     Level.SUBPROJECT: 6,
 }
 
-#: Levels a client may create: the organisation space comes with the organisation and personal
-#: spaces are created on first use.
-CREATABLE_LEVELS = frozenset(RANK) - {Level.ORGANISATION}
+#: Levels a client may create, in nesting order: the organisation space comes with the
+#: organisation and personal spaces are created on first use. ``business_unit`` and
+#: ``subproject`` keep their rank and weight (the spec defines them "but unused") and are not
+#: creatable, so no chain holds one (docs/decisions.md).
+CREATABLE_LEVELS = (Level.DEPARTMENT, Level.GROUP, Level.TEAM, Level.PROJECT)
 
 
 def may_nest(child: Level, parent: Level) -> bool:

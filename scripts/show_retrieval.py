@@ -1,18 +1,12 @@
-"""Print a retrieve answer (JSON on stdin) as a table: used by scripts/demo.sh."""
+"""Print a retrieve answer (JSON on stdin) as a table: used by scripts/demo.sh. The table is the
+client package's, the one `context-ledger search` prints."""
 
 import json
 import sys
 
+from context_ledger_client import RetrieveResult, retrieval_table
+
 body = json.load(sys.stdin)
 if "error" in body:
     sys.exit(f"error: {body['error']}")
-print(f"{'path (symbol or heading)':<60} {'level':<8} {'score':>6} {'tokens':>6}  related")
-for chunk in body["chunks"]:
-    name = chunk["path"] + (f" ({chunk['title']})" if chunk["title"] else "")
-    relation = chunk["metadata"].get("relatedRelation", "")
-    level, score, tokens = chunk["level"], chunk["score"], chunk["tokens"]
-    print(f"{name[:60]:<60} {level:<8} {score:>6.3f} {tokens:>6}  {relation}")
-print(
-    f"tokensUsed {body['tokensUsed']}  requestId {body['requestId']}  "
-    f"attributionId {body['attributionId']}"
-)
+print(retrieval_table(RetrieveResult.from_json(body)))

@@ -1,8 +1,9 @@
 """The ``context-ledger`` command: local runtime, tokens, organisations, API keys, migrations,
-evidence chain verification.
+evidence chain verification, and the service's client commands (search, space, source, ingest).
 
 Every command works against ``CONTEXT_LEDGER_HOME`` (default ``.context-ledger/``), including
-while ``context-ledger dev`` runs on the same home.
+while ``context-ledger dev`` runs on the same home; the client commands find that server's URL
+there (``dev-url``) unless ``--url`` or ``CONTEXT_LEDGER_URL`` names another.
 """
 
 from __future__ import annotations
@@ -13,9 +14,15 @@ import json
 import shlex
 import sys
 import uuid
+from collections.abc import Callable
+from importlib.metadata import version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from context_ledger.settings import SettingsError, get_settings
+
+if TYPE_CHECKING:  # the client package is imported by the commands that use it only
+    from context_ledger_client import ContextLedger
 
 DEFAULT_TEMPLATE = Path("template.yaml")
 
@@ -41,8 +48,14 @@ def _cmd_dev(args: argparse.Namespace) -> int:
 
     env = prepare_local()
     print(f"context-ledger: home {env.home}, serving on http://127.0.0.1:{args.port}", flush=True)
+    served: list[str] = []
     try:
-        serve(args.template, port=args.port, env=env.variables())
+        serve(
+            args.template,
+            port=args.port,
+            env=env.variables(),
+            on_ready=_dev_url_recorder(env.home, served),
+        )
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:
             raise
@@ -51,7 +64,27 @@ def _cmd_dev(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    finally:
+        _forget_dev_url(env.home, served)
     return 0
+
+
+def _dev_url_recorder(home: Path, served: list[str]) -> Callable[[str], None]:
+    """Records the URL in the home once the API listens, for the client commands to find."""
+    from context_ledger.local.dev_url import write_dev_url
+
+    def record(url: str) -> None:
+        served.append(url)
+        write_dev_url(home, url)
+
+    return record
+
+
+def _forget_dev_url(home: Path, served: list[str]) -> None:
+    from context_ledger.local.dev_url import remove_dev_url
+
+    for url in served:
+        remove_dev_url(home, url)
 
 
 def _cmd_invoke(args: argparse.Namespace) -> int:
@@ -149,7 +182,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
             report = upload_folder(
                 args.path,
                 source_id=args.source,
-                url=args.url or settings.cli_url,
+                url=_service_url(args)[0],
                 token=token,
                 max_file_bytes=args.max_file_bytes,
                 progress=bar.update,
@@ -220,6 +253,128 @@ def _cmd_verify(args: argparse.Namespace) -> int:
                 print(f"  {problem.table} {problem.key} (seq {problem.seq}): {problem.problem}")
     print(f"{len(chains)} chains verified, {failed} failed")
     return 1 if failed else 0
+
+
+def _service_url(args: argparse.Namespace) -> tuple[str, str]:
+    from context_ledger.local.dev_url import service_url
+
+    settings = get_settings()
+    return service_url(args.url, settings.cli_url, settings.home)
+
+
+def _api_client(args: argparse.Namespace) -> ContextLedger:
+    """The client package's client at the resolved URL with the CLI's credential, named
+    ``context-ledger-cli/<version>`` in each retrieval's evidence record."""
+    from context_ledger_client import ContextLedger
+
+    token = args.token or get_settings().cli_token
+    if not token:
+        raise _UsageError("give --token or set CONTEXT_LEDGER_TOKEN")
+    client_name = f"context-ledger-cli/{version('context-ledger')}"
+    return ContextLedger(_service_url(args)[0], token, client_name=client_name)
+
+
+class _UsageError(Exception):
+    """A client command was called without what it needs (exit status 2)."""
+
+
+def _client_command(
+    run: Callable[[argparse.Namespace], int],
+) -> Callable[[argparse.Namespace], int]:
+    """A command over the HTTP API: every failure is one line on stderr, exit 1 (2 for usage),
+    never a traceback; a service that cannot be reached names the URL and how to change it."""
+
+    def wrapped(args: argparse.Namespace) -> int:
+        from context_ledger_client import ContextLedgerError, ServiceUnreachableError
+
+        try:
+            return run(args)
+        except _UsageError as exc:
+            print(f"context-ledger: {exc}", file=sys.stderr)
+            return 2
+        except ServiceUnreachableError as exc:
+            url, where = _service_url(args)
+            print(
+                f"context-ledger: cannot reach {url} (from {where}: {exc.reason}); start "
+                "`make dev`, or point --url or CONTEXT_LEDGER_URL at the service",
+                file=sys.stderr,
+            )
+            return 1
+        except ContextLedgerError as exc:
+            print(f"context-ledger: {exc}", file=sys.stderr)
+            return 1
+
+    return wrapped
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    from context_ledger_client import retrieval_table
+
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()] if args.kinds else None
+    with _api_client(args) as client:
+        result = client.retrieve(
+            args.query, space_id=args.space, token_budget=args.budget, source_kinds=kinds
+        )
+    print(json.dumps(result.raw, indent=2) if args.json else retrieval_table(result))
+    return 0
+
+
+def _cmd_space_create(args: argparse.Namespace) -> int:
+    with _api_client(args) as client:
+        space = client.create_space(args.name, level=args.level, parent_id=args.parent)
+    # Shell-friendly, like `org create`: eval "$(context-ledger space create ...)" sets SPACE_ID.
+    print(f"SPACE_ID={space.id}")
+    return 0
+
+
+def _cmd_source_create(args: argparse.Namespace) -> int:
+    with _api_client(args) as client:
+        source = client.create_source(
+            args.space, args.name, kind=args.kind, classification=args.classification
+        )
+    print(f"SOURCE_ID={source.id}")
+    return 0
+
+
+def _client_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--url", help="service URL (default CONTEXT_LEDGER_URL, else the running make dev)"
+    )
+    parser.add_argument(
+        "--token", help="bearer JWT or ctxl_ API key (default CONTEXT_LEDGER_TOKEN)"
+    )
+
+
+def _add_client_commands(commands: argparse._SubParsersAction) -> None:
+    search = commands.add_parser("search", help="retrieve context and print the ranked chunks")
+    search.add_argument("query")
+    search.add_argument("--space", help="space id (default: the organisation and personal spaces)")
+    search.add_argument("--kinds", help="source kinds, comma-separated (codebase,docs,...)")
+    search.add_argument("--budget", type=int, help="token budget (default 4096)")
+    search.add_argument("--json", action="store_true", help="print the API's answer as JSON")
+    _client_options(search)
+    search.set_defaults(run=_client_command(_cmd_search))
+
+    space = commands.add_parser("space", help="spaces").add_subparsers(
+        dest="space_command", required=True
+    )
+    space_create = space.add_parser("create", help="create a space; print SPACE_ID=...")
+    space_create.add_argument("name")
+    space_create.add_argument("--level", required=True, help="team, project, department, ...")
+    space_create.add_argument("--parent", help="parent space id (default: the organisation)")
+    _client_options(space_create)
+    space_create.set_defaults(run=_client_command(_cmd_space_create))
+
+    source = commands.add_parser("source", help="sources").add_subparsers(
+        dest="source_command", required=True
+    )
+    source_create = source.add_parser("create", help="create a source; print SOURCE_ID=...")
+    source_create.add_argument("name")
+    source_create.add_argument("--space", required=True, help="space id")
+    source_create.add_argument("--kind", required=True, help="codebase, docs, issues, ...")
+    source_create.add_argument("--classification", help="public, internal (default), ...")
+    _client_options(source_create)
+    source_create.set_defaults(run=_client_command(_cmd_source_create))
 
 
 def _identity_options(parser: argparse.ArgumentParser) -> None:
@@ -306,6 +461,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--org", type=_uuid, help="only this organisation's chain")
     verify.add_argument("--full", action="store_true", help="from seq 1, not the last checkpoint")
     verify.set_defaults(run=_cmd_verify)
+
+    _add_client_commands(commands)
     return parser
 
 

@@ -221,8 +221,9 @@ class Settings(BaseSettings):
         "KEYSTONE_LOCAL_BODY_TIMEOUT_SECONDS", 30.0, gt=0, le=600
     )
 
-    # --- command-line client (context-ledger ingest) -------------------------------------------
-    cli_url: str = _env("CONTEXT_LEDGER_URL", "http://127.0.0.1:3000")
+    # --- command-line client (ingest, search, space, source) -----------------------------------
+    #: unset: the running `make dev` of the home, else http://127.0.0.1:3000 (local/dev_url.py)
+    cli_url: str | None = _env("CONTEXT_LEDGER_URL")
     cli_token: str | None = _env("CONTEXT_LEDGER_TOKEN", repr=False)
 
     # --- memory API (spec: memory-relevant-api) ------------------------------------------------

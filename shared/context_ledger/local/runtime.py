@@ -24,7 +24,7 @@ import os
 import secrets
 import signal
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
@@ -307,8 +307,15 @@ def _forget_cached_configuration() -> None:
     close_pool()
 
 
-def serve(template_path: Path, *, port: int = 3000, env: Mapping[str, str]) -> None:
-    """Run the local runtime until SIGINT or SIGTERM, then stop it cleanly."""
+def serve(
+    template_path: Path,
+    *,
+    port: int = 3000,
+    env: Mapping[str, str],
+    on_ready: Callable[[str], object] | None = None,
+) -> None:
+    """Run the local runtime until SIGINT or SIGTERM, then stop it cleanly. ``on_ready`` gets
+    the API's URL once it listens (``context-ledger dev`` records it in the home)."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     stopping = threading.Event()
@@ -318,7 +325,9 @@ def serve(template_path: Path, *, port: int = 3000, env: Mapping[str, str]) -> N
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with LocalRuntime(template_path, port=port, env=env):
+        with LocalRuntime(template_path, port=port, env=env) as runtime:
+            if on_ready is not None:
+                on_ready(runtime.url)
             while not stopping.wait(0.5):
                 pass
     finally:

@@ -285,6 +285,8 @@ def _client_command(
     never a traceback; a service that cannot be reached names the URL and how to change it."""
 
     def wrapped(args: argparse.Namespace) -> int:
+        import httpx
+
         from context_ledger_client import ContextLedgerError, ServiceUnreachableError
 
         try:
@@ -293,18 +295,24 @@ def _client_command(
             print(f"context-ledger: {exc}", file=sys.stderr)
             return 2
         except ServiceUnreachableError as exc:
-            url, where = _service_url(args)
-            print(
-                f"context-ledger: cannot reach {url} (from {where}: {exc.reason}); start "
-                "`make dev`, or point --url or CONTEXT_LEDGER_URL at the service",
-                file=sys.stderr,
-            )
-            return 1
+            return _unreachable(args, exc.reason)
+        except httpx.TransportError as exc:  # ingest talks HTTP itself (sources/upload.py)
+            return _unreachable(args, str(exc) or type(exc).__name__)
         except ContextLedgerError as exc:
             print(f"context-ledger: {exc}", file=sys.stderr)
             return 1
 
     return wrapped
+
+
+def _unreachable(args: argparse.Namespace, reason: str) -> int:
+    url, where = _service_url(args)
+    print(
+        f"context-ledger: cannot reach {url} (from {where}: {reason}); start "
+        "`make dev`, or point --url or CONTEXT_LEDGER_URL at the service",
+        file=sys.stderr,
+    )
+    return 1
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
@@ -410,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--url", help="service URL (default CONTEXT_LEDGER_URL or local)")
     ingest.add_argument("--token", help="bearer token (default CONTEXT_LEDGER_TOKEN)")
     ingest.add_argument("--max-file-bytes", type=int, default=1_000_000, help="skip larger files")
-    ingest.set_defaults(run=_cmd_ingest)
+    ingest.set_defaults(run=_client_command(_cmd_ingest))
 
     embeddings = commands.add_parser(
         "embeddings-server", help="serve OpenAI-compatible embeddings on 127.0.0.1"

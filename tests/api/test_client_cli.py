@@ -177,6 +177,18 @@ def test_a_server_that_cannot_be_reached_is_one_line_naming_the_url(tmp_path) ->
     assert "--url or CONTEXT_LEDGER_URL" in line
 
 
+def test_ingest_against_a_server_that_cannot_be_reached_is_one_line(tmp_path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    url = f"http://127.0.0.1:{free_port()}"
+    source = "00000000-0000-4000-8000-000000000000"
+
+    ran = run_cl("ingest", str(tmp_path), "--source", source, "--url", url, "--token", "ctxl_x")
+
+    assert ran.returncode == 1
+    assert "Traceback" not in ran.stderr
+    assert len([line for line in ran.stderr.splitlines() if "context-ledger:" in line]) == 1
+
+
 def test_show_retrieval_prints_what_search_prints(runtime, org, token, tmp_path) -> None:
     admin = token(org, "root", SCOPE_CONTEXT_ADMIN)
     _, project = indexed_project(runtime.url, admin, tmp_path)

@@ -346,3 +346,25 @@ def test_the_readme_example_runs_as_written(runtime, org, token, tmp_path) -> No
     assert "version 1: 1 files" in ran.stdout
     assert "refunds.py:4-" in ran.stdout  # the table
     assert "AttributionLink(response_id='my-answer-1'" in ran.stdout
+
+
+def test_a_git_checkout_is_indexed_as_git_lists_it(runtime, org, token, tmp_path) -> None:
+    (tmp_path / ".gitignore").write_text("*.tmp\nbuild/\n")
+    (tmp_path / "refunds.py").write_text(REFUNDS)
+    (tmp_path / "scratch.tmp").write_text("ignored by .gitignore")
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "out.py").write_text("ignored = True\n")
+    with open(os.path.join(os.fsencode(tmp_path), b"bad\xff.py"), "wb") as f:
+        f.write(b"name_not_utf8 = True\n")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    admin = token(org, "root", SCOPE_CONTEXT_ADMIN)
+
+    with ContextLedger(runtime.url, admin) as cl:
+        team = cl.create_space("Payments", level="team")
+        source = cl.create_source(team.id, "billing code", kind="codebase")
+        report = cl.index_folder(source.id, tmp_path)
+        answer = cl.retrieve("ignored scratch name_not_utf8 refund", space_id=team.id)
+
+    assert report.files == 2  # .gitignore and refunds.py; nothing git ignores
+    assert (report.skipped.bad_name, report.skipped.paths) == (1, ("bad\\xff.py",))
+    assert {c.path for c in answer.chunks} <= {".gitignore", "refunds.py"}

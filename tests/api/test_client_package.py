@@ -5,6 +5,7 @@ takes seconds; a failure to create the venv or install is a failure, never a ski
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import venv
 from pathlib import Path
@@ -25,12 +26,14 @@ print(json.dumps({"names": names, "requires": requires,
 
 
 def test_the_client_installs_into_a_fresh_venv_without_the_servers_dependencies(tmp_path) -> None:
+    # installed from a copy: a non-editable install builds in the tree it is given (build/)
+    client = shutil.copytree(CLIENT, tmp_path / "client", ignore=shutil.ignore_patterns("build"))
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
 
     installed = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", str(CLIENT)],
+        [str(python), "-m", "pip", "install", "--quiet", str(client)],
         capture_output=True,
         text=True,
         timeout=300,

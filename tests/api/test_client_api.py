@@ -368,3 +368,27 @@ def test_a_git_checkout_is_indexed_as_git_lists_it(runtime, org, token, tmp_path
     assert report.files == 2  # .gitignore and refunds.py; nothing git ignores
     assert (report.skipped.bad_name, report.skipped.paths) == (1, ("bad\\xff.py",))
     assert {c.path for c in answer.chunks} <= {".gitignore", "refunds.py"}
+
+
+def test_a_failed_index_build_is_aborted_and_the_published_version_kept(
+    runtime, api, org, token, admin_headers, tmp_path
+) -> None:
+    (tmp_path / "refunds.py").write_text(REFUNDS)
+    admin = token(org, "root", SCOPE_CONTEXT_ADMIN)
+    with ContextLedger(runtime.url, admin) as cl:
+        team = cl.create_space("Payments", level="team")
+        source = cl.create_source(team.id, "billing code", kind="codebase")
+        cl.index_folder(source.id, tmp_path)
+        # a document over the API's 2,000,000 characters, let through by a raised file limit
+        (tmp_path / "zz_huge.txt").write_text("refund " * 300_000)
+        with pytest.raises(ValidationError) as refused:
+            cl.index_folder(source.id, tmp_path, max_file_bytes=5_000_000)
+        [kept] = cl.sources(team.id)
+
+    assert refused.value.status == 422
+    assert refused.value.__notes__ == [
+        "index version 2 aborted; the published version is unchanged"
+    ]
+    assert kept.index_version == 1
+    versions = api.get(f"/api/v1/context/sources/{source.id}/index-versions", headers=admin_headers)
+    assert {v["version"]: v["state"] for v in versions.json()["versions"]}[2] == "aborted"

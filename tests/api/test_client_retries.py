@@ -67,8 +67,8 @@ def stand_in(*script: tuple[int, dict[str, str], object], delay: float = 0.0) ->
             self.rfile.read(length)
             state.seen.append((self.command, self.path, dict(self.headers)))
             state.times.append(time.monotonic())
-            time.sleep(delay)
             status, headers, body = state.script[min(len(state.seen), len(state.script)) - 1]
+            time.sleep(float(headers.pop("X-Stand-In-Delay", delay)))
             payload = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -83,7 +83,11 @@ def stand_in(*script: tuple[int, dict[str, str], object], delay: float = 0.0) ->
         def log_message(self, *_: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        def handle_error(self, request: object, client_address: object) -> None:
+            pass  # a client that timed out closed the socket the late answer is written to
+
+    server = Server(("127.0.0.1", 0), Handler)
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -239,3 +243,22 @@ def test_a_server_that_does_not_answer_in_time_is_unreachable() -> None:
         pytest.raises(ServiceUnreachableError, match="no answer in time"),
     ):
         cl.spaces()
+
+
+def test_an_index_build_whose_batch_gets_no_answer_is_aborted(tmp_path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    script = (
+        (201, {}, {"version": 3}),
+        (200, {"X-Stand-In-Delay": "1.0"}, {"documents": 1}),  # no answer within the timeout
+        (200, {}, {"version": 3, "state": "aborted"}),
+    )
+    with (
+        stand_in(*script) as server,
+        ContextLedger(server.url, "ctxl_test", timeout=0.3) as cl,
+        pytest.raises(ServiceUnreachableError) as error,
+    ):
+        cl.index_folder("src-1", tmp_path)
+
+    base = "/api/v1/context/sources/src-1/index-versions"
+    assert [p for _, p, _ in server.seen] == [base, f"{base}/3/documents", f"{base}/3/abort"]
+    assert error.value.__notes__ == ["index version 3 aborted; the published version is unchanged"]

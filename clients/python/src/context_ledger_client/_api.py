@@ -20,7 +20,7 @@ from context_ledger_client._wire import (
     no_content,
     perform,
 )
-from context_ledger_client.errors import NotFoundError
+from context_ledger_client.errors import ContextLedgerError, NotFoundError
 from context_ledger_client.models import (
     Attribution,
     IndexReport,
@@ -171,6 +171,35 @@ def index_folder(
     (sent or skipped) after each stored batch."""
     base = f"{CONTEXT}/sources/{_seg(source_id)}/index-versions"
     version = yield from perform(Call("POST", base, lambda d: int(d["version"])), retry)
+    build = f"{base}/{version}"
+    try:
+        return (
+            yield from _fill_and_publish(
+                build, version, root, max_file_bytes, batch_bytes, progress, retry
+            )
+        )
+    except Exception as exc:
+        # Nothing half-built stays behind: the build's rows are deleted, the published version
+        # stays served (the abort endpoint; a build left open would stay "building" for ever).
+        try:
+            yield from perform(Call("POST", f"{build}/abort", _body), retry)
+        except ContextLedgerError as abort_failed:
+            exc.add_note(f"index version {version} could not be aborted: {abort_failed}")
+        else:
+            exc.add_note(f"index version {version} aborted; the published version is unchanged")
+        raise
+
+
+def _fill_and_publish(
+    build: str,
+    version: int,
+    root: Path,
+    max_file_bytes: int,
+    batch_bytes: int,
+    progress: Progress | None,
+    retry: RetryPolicy,
+) -> Flow[IndexReport]:
+    """The open build's document batches, then its publication."""
     paths = folder.list_files(root)
     skips = folder.Skips()
     files = sent_bytes = 0
@@ -181,7 +210,7 @@ def index_folder(
             # Idempotent: a path sent again in the same build replaces its chunks.
             batch = Call(
                 "POST",
-                f"{base}/{version}/documents",
+                f"{build}/documents",
                 _body,
                 {"documents": documents},
                 idempotent=True,
@@ -191,7 +220,7 @@ def index_folder(
             sent_bytes += size
         if progress is not None:
             progress(done, len(paths))
-    published = yield from perform(Call("POST", f"{base}/{version}/publish", _body), retry)
+    published = yield from perform(Call("POST", f"{build}/publish", _body), retry)
     return IndexReport(
         version=version,
         files=files,

@@ -69,7 +69,9 @@ class _Config:
         reason = str(exc) or type(exc).__name__
         if isinstance(exc, httpx.TimeoutException):
             reason = f"no answer in time ({type(exc).__name__})"
-        return ServiceUnreachableError(self.base_url, reason)
+        error = ServiceUnreachableError(self.base_url, reason)
+        error.__suppress_context__ = True  # the httpx error is an implementation detail
+        return error
 
 
 class ContextLedger(_Config):
@@ -119,7 +121,9 @@ class ContextLedger(_Config):
                 try:
                     response = self._http.send(request)
                 except httpx.TransportError as exc:
-                    raise self._unreachable(exc) from None
+                    # into the flow, so a multi-step call can clean up (an index build aborts)
+                    step = flow.throw(self._unreachable(exc))
+                    continue
                 step = flow.send(response)
         except StopIteration as stop:
             return stop.value
@@ -333,7 +337,9 @@ class AsyncContextLedger(_Config):
                 try:
                     response = await self._http.send(request)
                 except httpx.TransportError as exc:
-                    raise self._unreachable(exc) from None
+                    # into the flow, so a multi-step call can clean up (an index build aborts)
+                    step = flow.throw(self._unreachable(exc))
+                    continue
                 step = flow.send(response)
         except StopIteration as stop:
             return stop.value

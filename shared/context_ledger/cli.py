@@ -165,6 +165,7 @@ def _cmd_apikey_create(args: argparse.Namespace) -> int:
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
+    import httpx
     from tqdm import tqdm
 
     from context_ledger.sources.upload import UploadError, upload_folder
@@ -188,6 +189,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                 progress=bar.update,
             )
         except UploadError as exc:
+            if isinstance(exc.__cause__, httpx.TransportError):
+                return _unreachable(args, str(exc))
             print(f"context-ledger: {exc}", file=sys.stderr)
             return 1
     skipped = report.skipped
@@ -285,8 +288,6 @@ def _client_command(
     never a traceback; a service that cannot be reached names the URL and how to change it."""
 
     def wrapped(args: argparse.Namespace) -> int:
-        import httpx
-
         from context_ledger_client import ContextLedgerError, ServiceUnreachableError
 
         try:
@@ -296,8 +297,6 @@ def _client_command(
             return 2
         except ServiceUnreachableError as exc:
             return _unreachable(args, exc.reason)
-        except httpx.TransportError as exc:  # ingest talks HTTP itself (sources/upload.py)
-            return _unreachable(args, str(exc) or type(exc).__name__)
         except ContextLedgerError as exc:
             print(f"context-ledger: {exc}", file=sys.stderr)
             return 1
@@ -418,7 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--url", help="service URL (default CONTEXT_LEDGER_URL or local)")
     ingest.add_argument("--token", help="bearer token (default CONTEXT_LEDGER_TOKEN)")
     ingest.add_argument("--max-file-bytes", type=int, default=1_000_000, help="skip larger files")
-    ingest.set_defaults(run=_client_command(_cmd_ingest))
+    ingest.set_defaults(run=_cmd_ingest)
 
     embeddings = commands.add_parser(
         "embeddings-server", help="serve OpenAI-compatible embeddings on 127.0.0.1"

@@ -186,7 +186,10 @@ def test_ingest_against_a_server_that_cannot_be_reached_is_one_line(tmp_path) ->
 
     assert ran.returncode == 1
     assert "Traceback" not in ran.stderr
-    assert len([line for line in ran.stderr.splitlines() if "context-ledger:" in line]) == 1
+    [line] = [line for line in ran.stderr.splitlines() if "context-ledger:" in line]
+    assert f"cannot reach {url} (from --url: " in line
+    assert "ConnectError" in line
+    assert line.endswith("point --url or CONTEXT_LEDGER_URL at the service")
 
 
 def test_show_retrieval_prints_what_search_prints(runtime, org, token, tmp_path) -> None:

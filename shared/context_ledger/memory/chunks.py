@@ -13,6 +13,9 @@ from typing import Any
 
 MEMORY_ID_KEY = "memoryId"
 MEMORY_REVISION_KEY = "memoryRevision"
+#: Metadata keys whose values are identifiers, not text: delivered as stored (the memory API
+#: serves the memory's id, type and agent key as they are too).
+IDENTIFIER_KEYS = frozenset({MEMORY_ID_KEY, MEMORY_REVISION_KEY, "memoryType", "agentKey"})
 
 
 def chunk_path(memory_id: str) -> str:
@@ -27,20 +30,23 @@ def memory_chunk(
     memory_type: str,
     agent_key: str | None,
     content: str,
+    search_text: str,
     token_count: int,
     embedding: list[float] | None,
     embedding_model: str | None,
 ) -> dict[str, Any]:
     """The chunk row of a memory's accepted revision (for ``store.replace_chunk``).
 
-    ``embedding`` is set only when it came from the configured endpoint: retrieval's vector search
-    compares chunks with that endpoint's query vectors and nothing else.
+    ``search_text`` is what full-text search indexes: the content redacted with the
+    organisation's rules (sources/indexer.py says why). ``embedding`` is set only when it came
+    from the configured endpoint: retrieval's vector search compares chunks with that endpoint's
+    query vectors and nothing else.
     """
     return {
         "content": content,
         "sha256": hashlib.sha256(content.encode()).digest(),
         "token_count": token_count,
-        "search_text": content,
+        "search_text": search_text,
         "embedding": embedding,
         "embedding_model": embedding_model if embedding is not None else None,
         "metadata": {

@@ -18,6 +18,7 @@ import numpy as np
 import psycopg
 
 from context_ledger.dlp.gate import open_gate
+from context_ledger.dlp.policy import DlpPolicy
 from context_ledger.embeddings.client import EmbeddingsClient, get_embeddings_client
 from context_ledger.embeddings.hashing import HashingEmbeddingProvider
 from context_ledger.memory.scoring import unit
@@ -74,11 +75,13 @@ def embed_through_gate(
     org_id: uuid.UUID,
     embedder: MemoryEmbedder,
     settings: Settings,
+    policy: DlpPolicy,
     text: str,
     as_query: bool,
 ) -> np.ndarray | None:
-    """The unit vector of a memory's content or of a query, as the organisation's DLP gate lets
-    it be embedded; None when the gate sends nothing (the memory then matches no query).
+    """The unit vector of a memory's content or of a query, as the organisation's DLP gate
+    (with its ``policy``, which the caller holds) lets it be embedded; None when the gate sends
+    nothing (the memory then matches no query).
 
     A query's embedding gets ``KEYSTONE_CONTEXT_EMBEDDINGS_QUERY_TIMEOUT_SECONDS`` in all, retries
     included: an endpoint that is down or slow fails /relevant with ``503 service_unavailable``
@@ -86,7 +89,9 @@ def embed_through_gate(
     result for the same store and query, and its answer has no field to say it is degraded.
     """
     # The gate takes any object with the client's ``embed``: the hashing provider has it.
-    gate = open_gate(conn, org_id=org_id, client=embedder.embedder, settings=settings)
+    gate = open_gate(
+        conn, org_id=org_id, client=embedder.embedder, settings=settings, policy=policy
+    )
     if as_query:
         vector = gate.embed_query_text(text, within=settings.embeddings_query_timeout_seconds)
     else:

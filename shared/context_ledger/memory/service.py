@@ -3,6 +3,11 @@
 Every change is a new revision; the entry's accepted revision is what the list, /relevant and the
 context API's retrieval (through the memory's chunk) serve. A revision is accepted at once, or, in
 a project that requires review, when an admin accepts it. Reading never changes an entry.
+
+Every memory and revision served passes the organisation's DLP delivery rule for memory sources
+(``dlp/delivery.py``): its content and metadata strings are redacted unless the action is
+``allow``, as retrieval redacts the memory's chunk. Ids, types, agent keys and authors are
+identifiers and pass as stored. The chunk's full-text index holds the redacted content.
 """
 
 from __future__ import annotations
@@ -17,11 +22,18 @@ import numpy as np
 import psycopg
 
 from context_ledger.auth.principal import Principal
+from context_ledger.dlp.delivery import Delivery
+from context_ledger.dlp.policy import DlpPolicy, load_policy
+from context_ledger.dlp.texts import redacted
 from context_ledger.errors import ConflictError, NotFoundError, ValidationFailedError
 from context_ledger.log import logger
 from context_ledger.memory import scoring, store
 from context_ledger.memory.chunks import chunk_path, memory_chunk
-from context_ledger.memory.embedding import MemoryEmbedder, embed_through_gate
+from context_ledger.memory.embedding import (
+    MEMORY_CLASSIFICATION,
+    MemoryEmbedder,
+    embed_through_gate,
+)
 from context_ledger.memory.model import MEMORY_ID, PROJECT_KEY, Memory, Revision, new_memory_id
 from context_ledger.memory.projects import (
     Project,
@@ -108,29 +120,36 @@ class RelevantAnswer:
     tokens_used: int | None = None
 
 
-def _memory(project: Project, row: store.Row) -> Memory:
+def _delivery(conn: psycopg.Connection, principal: Principal) -> Delivery:
+    return Delivery(load_policy(conn, org_id=principal.org_id))
+
+
+def _memory(project: Project, row: store.Row, delivery: Delivery) -> Memory:
+    """A stored memory as delivered."""
     return Memory(
         id=row["id"],
         org_id=row["org_id"],
         project_id=project.key,
         agent_key=row["agent_key"],
         type=row["type"],
-        content=row["content"],
+        content=delivery.text(MEMORY_CLASSIFICATION, row["content"]),
         confidence=row["confidence"],
         importance=row["importance"],
         access_count=row["access_count"],
         last_accessed_at=row["last_accessed_at"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
-        metadata=row["metadata"],
+        metadata=delivery.json(MEMORY_CLASSIFICATION, row["metadata"]),
     )
 
 
-def _served(conn: psycopg.Connection, project: Project, memory_id: str) -> Memory:
+def _served(
+    conn: psycopg.Connection, project: Project, memory_id: str, delivery: Delivery
+) -> Memory:
     rows = store.memories_by_ids(conn, space_id=project.space_id, ids=[memory_id])
     if not rows:
         raise MemoryNotFoundError()
-    return _memory(project, rows[0])
+    return _memory(project, rows[0], delivery)
 
 
 def _serve(
@@ -142,6 +161,7 @@ def _serve(
     revision: int,
     fields: dict[str, Any],
     agent_key: str | None,
+    policy: DlpPolicy,
     deps: Dependencies,
 ) -> None:
     """Accept ``revision`` (with these ``fields``): embed it, serve it, make it the chunk."""
@@ -150,6 +170,7 @@ def _serve(
         org_id=principal.org_id,
         embedder=deps.embedder,
         settings=deps.settings,
+        policy=policy,
         text=fields["content"],
         as_query=False,
     )
@@ -171,6 +192,7 @@ def _serve(
         memory_type=fields["type"],
         agent_key=agent_key,
         content=fields["content"],
+        search_text=redacted(policy.patterns, fields["content"], stage="indexing"),
         token_count=tokens,
         embedding=vector.tolist() if client is not None and vector is not None else None,
         embedding_model=client.model if client is not None else None,
@@ -196,6 +218,7 @@ def _propose(
     )
     if project.review_required:
         return Written(memory_id=memory_id, revision=revision, memory=None)
+    delivery = _delivery(conn, principal)
     _serve(
         conn,
         principal,
@@ -204,9 +227,11 @@ def _propose(
         revision=revision,
         fields=fields,
         agent_key=agent_key,
+        policy=delivery.policy,
         deps=deps,
     )
-    return Written(memory_id=memory_id, revision=revision, memory=_served(conn, project, memory_id))
+    memory = _served(conn, project, memory_id, delivery)
+    return Written(memory_id=memory_id, revision=revision, memory=memory)
 
 
 def create_memory(
@@ -268,7 +293,7 @@ def update_memory(
         return Written(
             memory_id=memory_id,
             revision=current["accepted_revision"],
-            memory=_served(conn, project, memory_id),
+            memory=_served(conn, project, memory_id, _delivery(conn, principal)),
         )
     return _propose(
         conn,
@@ -300,6 +325,7 @@ def accept_revision(
         raise RevisionNotFoundError()
     if row["state"] != "pending":
         raise RevisionConflictError(f"revision {revision} is {row['state']}, not pending")
+    delivery = _delivery(conn, principal)
     _serve(
         conn,
         principal,
@@ -308,9 +334,10 @@ def accept_revision(
         revision=revision,
         fields={name: row[name] for name in REVISION_FIELDS},
         agent_key=row["agent_key"],
+        policy=delivery.policy,
         deps=deps,
     )
-    return _served(conn, project, memory_id)
+    return _served(conn, project, memory_id, delivery)
 
 
 def set_review_required(
@@ -338,7 +365,7 @@ def record_access(
     project = find_project(conn, principal, key, Permission.SEARCH)
     if not store.record_access(conn, space_id=project.space_id, entry_id=memory_id):
         raise MemoryNotFoundError()
-    return _served(conn, project, memory_id)
+    return _served(conn, project, memory_id, _delivery(conn, principal))
 
 
 def list_memories(
@@ -352,12 +379,37 @@ def list_memories(
     limit: int,
     offset: int,
 ) -> list[Memory]:
-    """Newest first (``created_desc``), filtered by exact type and agent and a substring."""
+    """Newest first (``created_desc``), filtered by exact type and agent and a substring.
+
+    The substring ``q`` is looked for in the content as delivered: a memory whose stored content
+    holds it only inside a redacted value is not listed, or ``q`` would confirm a guessed secret
+    that the answer shows redacted. The database finds the stored matches, in pages; those that
+    redaction changed are checked again, and a page short of ``offset + limit`` kept memories
+    reads the next (only when matches were redacted away)."""
     project = find_project(conn, principal, key, Permission.SEARCH)
-    rows = store.list_memories(
-        conn, space_id=project.space_id, type=type, agent=agent, q=q, limit=limit, offset=offset
-    )
-    return [_memory(project, row) for row in rows]
+    delivery = _delivery(conn, principal)
+
+    def page(size: int, start: int) -> list[tuple[Memory, str]]:
+        rows = store.list_memories(
+            conn, space_id=project.space_id, type=type, agent=agent, q=q, limit=size, offset=start
+        )
+        return [(_memory(project, row, delivery), row["content"]) for row in rows]
+
+    if q is None or not delivery.redacts(MEMORY_CLASSIFICATION):
+        return [memory for memory, _ in page(limit, offset)]
+    wanted, read = offset + limit, 0
+    kept: list[Memory] = []
+    while len(kept) < wanted:
+        found = page(wanted, read)
+        read += len(found)
+        kept.extend(
+            memory
+            for memory, stored in found
+            if memory.content == stored or q.lower() in memory.content.lower()
+        )
+        if len(found) < wanted:
+            break
+    return kept[offset:wanted]
 
 
 def memory_revisions(
@@ -367,15 +419,16 @@ def memory_revisions(
     rows = store.revisions(conn, space_id=project.space_id, entry_id=memory_id)
     if not rows:
         raise MemoryNotFoundError()
+    delivery = _delivery(conn, principal)
     return [
         Revision(
             revision=row["revision"],
             state=row["state"],
             type=row["type"],
-            content=row["content"],
+            content=delivery.text(MEMORY_CLASSIFICATION, row["content"]),
             confidence=row["confidence"],
             importance=row["importance"],
-            metadata=row["metadata"],
+            metadata=delivery.json(MEMORY_CLASSIFICATION, row["metadata"]),
             author=row["author_user_id"],
             created_at=row["created_at"],
             accepted_at=row["accepted_at"],
@@ -420,6 +473,7 @@ def relevant_memories(
     """
     store.read_snapshot(conn)
     project = find_project(conn, principal, key, Permission.SEARCH)
+    delivery = _delivery(conn, principal)
     empty = not query.strip()
     query_vector = None
     if not empty:
@@ -428,6 +482,7 @@ def relevant_memories(
             org_id=principal.org_id,
             embedder=deps.embedder,
             settings=deps.settings,
+            policy=delivery.policy,
             text=query,
             as_query=True,
         )
@@ -494,7 +549,7 @@ def relevant_memories(
     label = deps.embedder.label(dimensions or None)
     memories = [
         RelevantMemory(
-            memory=_memory(project, rows[found.ids[i]]),
+            memory=_memory(project, rows[found.ids[i]], delivery),
             score=float(scores[i]),
             similarity=float(similarity[i]),
             justification=_justification(

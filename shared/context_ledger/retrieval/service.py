@@ -19,11 +19,13 @@ import psycopg
 from context_ledger.auth.principal import Principal
 from context_ledger.cooldown import Cooldown
 from context_ledger.db.pending import Pending
-from context_ledger.dlp.delivery import delivered_text
+from context_ledger.dlp.delivery import Delivery
 from context_ledger.dlp.gate import EmbeddingGate, open_gate
 from context_ledger.dlp.policy import NEVER_EMBEDDED, DlpPolicy, pending_policy
+from context_ledger.dlp.texts import redacted
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.evidence.canonical import format_timestamp
+from context_ledger.memory.chunks import IDENTIFIER_KEYS as MEMORY_IDENTIFIER_KEYS
 from context_ledger.memory.chunks import attribution_fields as memory_attribution_fields
 from context_ledger.retrieval import store
 from context_ledger.retrieval.budget import fit_to_budget
@@ -110,7 +112,7 @@ def _cache_key(
     principal: Principal,
     spaces: list[SearchSpace],
     sources: list[SearchSource],
-    request: RetrieveRequest,
+    text: str,
     gate: EmbeddingGate,
     deps: Dependencies,
 ) -> Hashable:
@@ -118,7 +120,7 @@ def _cache_key(
         principal.org_id,
         frozenset(s.id for s in spaces),
         frozenset(s.id for s in sources),
-        request.query,
+        text,
         deps.settings.search_backend,
         gate.model,
         gate.policy.patterns,  # the query is embedded redacted with them
@@ -143,17 +145,17 @@ def _search(
     principal: Principal,
     spaces: list[SearchSpace],
     sources: list[SearchSource],
-    request: RetrieveRequest,
+    text: str,
     gate: EmbeddingGate,
     deps: Dependencies,
     chain_terms: Pending[TermCounts],
     policy: DlpPolicy,
 ) -> tuple[list[Candidate], QueryVector]:
-    """The candidates and how they were found. ``chain_terms``: the query's terms counted per
-    source over the chain's sources, ``sources`` among them. A full-text fallback for an
-    endpoint that failed is not cached: the next request tries the endpoint again (after the
-    cooldown)."""
-    key = _cache_key(principal, spaces, sources, request, gate, deps)
+    """The candidates for the (redacted) query ``text`` and how they were found.
+    ``chain_terms``: its terms counted per source over the chain's sources, ``sources`` among
+    them. A full-text fallback for an endpoint that failed is not cached: the next request tries
+    the endpoint again (after the cooldown)."""
+    key = _cache_key(principal, spaces, sources, text, gate, deps)
     versions, states = _versions(sources), _states(sources)
     cached = deps.cache.get(key)
     if cached is not None:
@@ -162,7 +164,7 @@ def _search(
             return list(cached.candidates), without_embedding(gate)
         deps.cache.discard(key)  # a source was published, re-indexed or edited since
     # The terms travelled with the chain and are read while the query is embedded.
-    query = query_vector(gate, request.query, settings=deps.settings, cooldown=deps.cooldown)
+    query = query_vector(gate, text, settings=deps.settings, cooldown=deps.cooldown)
     counts = chain_terms.result()
     levels = {space.id: space.level for space in spaces}
     # The HNSW statement filters on the sources' versions (sources/searchable.py).
@@ -172,7 +174,7 @@ def _search(
         SearchQuery(
             principal.org_id,
             part,
-            request.query,
+            text,
             None if text_only else query.vector,
             CANDIDATES,
             terms=counts.terms(searched, matched_in=part),
@@ -257,26 +259,34 @@ def _withheld_warning(withheld: list[SearchSource]) -> tuple[str, ...]:
     )
 
 
-def _as_delivered(chunk: DeliveredChunk, policy: DlpPolicy) -> DeliveredChunk:
-    """The chunk as the caller receives it: redacted unless its source's action is ``allow``;
-    its row carries the delivered content, hash and token count from here on."""
-    row = chunk.row
-    text = delivered_text(
-        policy,
-        policy.action(chunk.source.classification),
+def _as_delivered(chunk: DeliveredChunk, delivery: Delivery) -> DeliveredChunk:
+    """The chunk as the caller receives it: every text of its row and its source's name redacted
+    unless the source's action is ``allow``; its row carries the delivered content, hash and
+    token count from here on (the evidence records those)."""
+    row, source = chunk.row, chunk.source
+    classification = source.classification
+    if not delivery.redacts(classification):
+        return chunk
+    text = delivery.content(
+        classification,
         content=row["content"],
         sha256=bytes(row["content_sha256"]),
         tokens=row["token_count"],
     )
-    if text.content == row["content"]:
-        return chunk
     delivered = {
         **row,
         "content": text.content,
         "content_sha256": text.sha256,
         "token_count": text.tokens,
+        "path": delivery.text(classification, row["path"]),
+        "language": delivery.optional_text(classification, row["language"]),
+        "symbol": delivery.optional_text(classification, row["symbol"]),
+        "metadata": delivery.json(
+            classification, row["metadata"], identifiers=MEMORY_IDENTIFIER_KEYS
+        ),
     }
-    return replace(chunk, row=delivered)
+    name = delivery.text(classification, source.name)
+    return replace(chunk, row=delivered, source=replace(source, name=name))
 
 
 def _related_chunks(
@@ -378,12 +388,18 @@ def retrieve(
     # those the caller may search: the chain says, after), the DLP policy, the level weights,
     # whether pgvector is there for the pgvector backend, and last the request's count against
     # its rate limits (its rows stay locked until the Sync).
+    #
+    # The query is searched redacted, as the full-text index holds redacted text: a query naming
+    # a secret finds what one naming a wrong value finds. Its terms travel before the policy is
+    # read, so they are those of the query redacted by the built-in detectors; the organisation's
+    # own patterns, when they redact more of it, have its terms counted again (a round trip more).
     space_id, kinds = request.space_uuid(), request.kinds()
     pgvector_backend = deps.settings.search_backend is SearchBackend.PGVECTOR
+    builtin_text = redacted((), request.query, stage="query")
     with conn.pipeline():
         chain = pending_search_spaces(conn, principal, space_id)
         chain_sources = pending_chain_sources(conn, principal, space_id, kinds)
-        chain_terms = pending_chain_terms(conn, principal, space_id, kinds, request.query)
+        chain_terms = pending_chain_terms(conn, principal, space_id, kinds, builtin_text)
         stored_policy = pending_policy(conn, org_id=principal.org_id)
         stored_weights = pending_weights(conn, principal.org_id, deps.settings)
         pgvector = pending_pgvector_available(conn) if pgvector_backend else None
@@ -395,6 +411,9 @@ def retrieve(
         # endpoint down, nothing to search): the operator chose this backend, so it fails closed.
         require_pgvector(pgvector)
     spaces, policy, weights = chain.result(), stored_policy.result(), stored_weights.result()
+    text = (
+        redacted(policy.patterns, request.query, stage="query") if policy.patterns else builtin_text
+    )
     levels = {s.id: s.level for s in spaces}
     searchable = searchable_sources(chain_sources.result(), spaces)
     found = [s for s in searchable if not policy.withholds(s.classification)]
@@ -408,19 +427,22 @@ def retrieve(
         policy=policy,
     )
     if found:
+        if text != builtin_text:  # the organisation's patterns redact more: count its terms
+            chain_terms = pending_chain_terms(conn, principal, space_id, kinds, text)
         candidates, query = _search(
-            conn, principal, spaces, found, request, gate, deps, chain_terms, policy
+            conn, principal, spaces, found, text, gate, deps, chain_terms, policy
         )
     else:
         candidates, query = [], without_embedding(gate)
     ranked = _ranked_chunks(conn, principal, candidates, sources, levels, request, weights)
+    delivery = Delivery(policy)
     delivered, used = fit_to_budget(
-        (_as_delivered(c, policy) for c in ranked), request.token_budget, lambda c: c.tokens
+        (_as_delivered(c, delivery) for c in ranked), request.token_budget, lambda c: c.tokens
     )
     if not request.exclude_related and delivered:
         related = _related_chunks(conn, principal, delivered, sources, levels)
         extra, extra_used = fit_to_budget(
-            (_as_delivered(c, policy) for c in related),
+            (_as_delivered(c, delivery) for c in related),
             request.token_budget - used,
             lambda c: c.tokens,
         )

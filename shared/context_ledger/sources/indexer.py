@@ -5,6 +5,17 @@ through the DLP gate and bulk-loaded; a document path sent again in the same bui
 earlier chunks, so a retried batch is harmless. Publishing computes the code graph over the whole
 snapshot and flips ``sources.index_version`` in one transaction: searches see either the old
 version or the new one, never a mix, and never an unpublished build.
+
+The full-text index holds redacted text (:func:`_search_texts`): the ``tsvector`` of a chunk is
+built from its content, symbol and language redacted with the organisation's rules, so searching
+for a redacted value (a password, an email) finds exactly what searching for a wrong guess finds,
+and cannot confirm it. This holds whatever the source's action, ``allow`` included, as for the
+text sent to an embeddings endpoint: the index and the vectors see the same text, and a policy
+moving a source from ``allow`` to ``redact`` needs no rebuild to protect it. The stored content
+stays as uploaded: delivery redacts it with the rules of the day (``dlp/delivery.py``). Rules
+changed after a build (a new custom pattern) reach the index on the source's next build; until
+then delivery and the query's redaction apply them. A scan failure indexes nothing of the batch
+(503, the transaction rolls back).
 """
 
 from __future__ import annotations
@@ -18,7 +29,10 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from context_ledger.dlp.gate import EmbeddingGate
+from context_ledger.dlp.redaction import CustomPattern
+from context_ledger.dlp.texts import redacted
 from context_ledger.sources.chunking import chunk_document
+from context_ledger.sources.chunking.identifiers import search_text
 from context_ledger.sources.code_graph import build_code_graph, graph_language
 from context_ledger.sources.model import Chunk, Classification, Document, SourceKind
 
@@ -144,6 +158,33 @@ def _chunks_of(documents: Sequence[Document], kind: SourceKind) -> list[tuple[in
     return out
 
 
+def _search_texts(chunks: Sequence[Chunk], patterns: tuple[CustomPattern, ...]) -> list[str]:
+    """What full-text search indexes of each chunk: its words (for code, also the parts of its
+    identifiers and the words of its symbol) once its content, symbol and language are redacted.
+
+    Built from the redacted texts, not redacted after: the identifier parts of a secret
+    (``Tr0ub4dorXyzzy77`` → tr0, ub4, dor, xyzzy77) are no finding of any detector and would
+    stay searchable."""
+
+    def redact(text: str) -> str:
+        return redacted(patterns, text, stage="indexing")
+
+    languages: dict[str | None, str | None] = {None: None}  # a batch has a handful
+    texts = []
+    for chunk in chunks:
+        if chunk.language not in languages:
+            languages[chunk.language] = redact(chunk.language)
+        texts.append(
+            search_text(
+                redact(chunk.content),
+                code=chunk.code,
+                language=languages[chunk.language],
+                symbol=redact(chunk.symbol) if chunk.symbol else None,
+            )
+        )
+    return texts
+
+
 def _embeddings(
     conn: psycopg.Connection,
     target: BuildTarget,
@@ -192,12 +233,13 @@ def add_documents(
     started = time.perf_counter()
     numbered = _chunks_of(documents, target.kind)
     chunks = [chunk for _, chunk in numbered]
+    search_texts = _search_texts(chunks, gate.policy.patterns)
     vectors, reused = _embeddings(conn, target, chunks, gate)
     where = {"source_id": target.source_id, "version": target.version}
     conn.execute(_REPLACE_PATHS, {**where, "paths": sorted({d.path for d in documents})})
     conn.execute(_CREATE_LOAD_TABLE)
     with conn.cursor() as cursor, cursor.copy(_COPY_LOAD) as copy:
-        for (ordinal, chunk), vector in zip(numbered, vectors, strict=True):
+        for (ordinal, chunk), text, vector in zip(numbered, search_texts, vectors, strict=True):
             copy.write_row(
                 (
                     uuid.uuid4(),
@@ -210,7 +252,7 @@ def add_documents(
                     chunk.content,
                     chunk.content_sha256,
                     chunk.token_count,
-                    chunk.search_text,
+                    text,
                     vector,
                     Jsonb(chunk.metadata),
                 )

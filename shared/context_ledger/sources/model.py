@@ -52,15 +52,16 @@ class Chunk:
 
     ``symbol`` names the function, method or type a code chunk holds (Go ``Refunds.Authorise``
     for a method, ``Authorise`` for a function; Python ``Class.method``); prose chunks have none.
-    ``search_text`` is what full-text search indexes: the content plus split identifiers.
-    Lines are 1-based and inclusive.
+    ``code`` says whether it was cut as code: full-text search then indexes its identifiers'
+    parts besides its words (``chunking.identifiers.search_text``, of the redacted content: the
+    indexer builds it). Lines are 1-based and inclusive.
     """
 
     path: str
     content: str
     content_sha256: bytes
     token_count: int
-    search_text: str
+    code: bool
     language: str | None = None
     symbol: str | None = None
     start_line: int | None = None

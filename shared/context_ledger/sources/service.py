@@ -3,6 +3,9 @@
 Reading a source needs any permission on its space (a searcher sees which sources it searches);
 creating, deleting and indexing need ``context:space:admin``. A source the caller cannot see is
 ``404 context.source.not_found``, like one of another organisation.
+
+A source's name is served as retrieval's ``sourcesSummary`` serves it: redacted unless its
+classification's action is ``allow`` (``dlp/delivery.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from dataclasses import dataclass
 import psycopg
 
 from context_ledger.auth.principal import Principal
+from context_ledger.dlp.delivery import Delivery
 from context_ledger.dlp.gate import open_gate
+from context_ledger.dlp.policy import load_policy
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.errors import ConflictError, NotFoundError, SpaceNotFoundError
 from context_ledger.settings import get_settings
@@ -61,6 +66,14 @@ def parse_source_id(raw: str) -> uuid.UUID:
         raise SourceNotFoundError() from None
 
 
+def _delivered(
+    conn: psycopg.Connection, principal: Principal, rows: list[store.Row]
+) -> list[store.Row]:
+    """The source rows as a caller receives them: names redacted by the organisation's policy."""
+    delivery = Delivery(load_policy(conn, org_id=principal.org_id))
+    return [{**row, "name": delivery.text(row["classification"], row["name"])} for row in rows]
+
+
 def create_source(
     conn: psycopg.Connection,
     principal: Principal,
@@ -71,7 +84,7 @@ def create_source(
     classification: Classification,
 ) -> store.Row:
     authorize_space(conn, principal, space_id, Permission.ADMIN, action="adding a source")
-    return store.insert_source(
+    row = store.insert_source(
         conn,
         org_id=principal.org_id,
         space_id=space_id,
@@ -79,13 +92,15 @@ def create_source(
         name=name,
         classification=classification.value,
     )
+    return _delivered(conn, principal, [row])[0]
 
 
 def list_sources(
     conn: psycopg.Connection, principal: Principal, *, space_id: uuid.UUID
 ) -> list[store.Row]:
     authorize_space(conn, principal, space_id, Permission.SEARCH, action="listing sources")
-    return store.list_sources(conn, org_id=principal.org_id, space_id=space_id)
+    rows = store.list_sources(conn, org_id=principal.org_id, space_id=space_id)
+    return _delivered(conn, principal, rows)
 
 
 def _source(
@@ -108,7 +123,8 @@ def _source(
 
 
 def get_source(conn: psycopg.Connection, principal: Principal, source_id: uuid.UUID) -> store.Row:
-    return _source(conn, principal, source_id, Permission.SEARCH, action="reading a source")
+    row = _source(conn, principal, source_id, Permission.SEARCH, action="reading a source")
+    return _delivered(conn, principal, [row])[0]
 
 
 def delete_source(conn: psycopg.Connection, principal: Principal, source_id: uuid.UUID) -> None:

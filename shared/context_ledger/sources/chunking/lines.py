@@ -12,7 +12,6 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
 
-from context_ledger.sources.chunking.identifiers import search_text
 from context_ledger.sources.chunking.tokens import count_tokens, split_at_token_boundaries
 from context_ledger.sources.model import Chunk
 
@@ -132,7 +131,7 @@ def build_chunk(
     code: bool,
     metadata: dict[str, Any] | None = None,
 ) -> Chunk:
-    """The stored form of a piece: hash and search text computed here.
+    """The stored form of a piece: its hash computed here.
 
     A piece of a line cut at token boundaries records ``metadata["columns"]``: its start and
     end (exclusive) as character offsets in that line.
@@ -145,7 +144,7 @@ def build_chunk(
         content=piece.content,
         content_sha256=hashlib.sha256(piece.content.encode()).digest(),
         token_count=piece.token_count,
-        search_text=search_text(piece.content, code=code, language=language, symbol=symbol),
+        code=code,
         language=language,
         symbol=symbol,
         start_line=piece.first_row + 1,

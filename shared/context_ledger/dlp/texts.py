@@ -1,0 +1,32 @@
+"""One text redacted with the organisation's rules, failing closed: what every text the service
+delivers, indexes for full-text search or searches for passes through (the embeddings gate,
+``dlp/gate.py``, redacts what it sends the same way).
+
+A scan failure (a detector error or the scan deadline) raises :class:`DlpScanFailedError`: the
+caller then delivers nothing, indexes nothing or searches nothing, and the request answers
+``503 context.dlp.scan_failed``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from context_ledger.dlp.gate import DlpScanFailedError, redactor_for
+from context_ledger.dlp.redaction import CustomPattern, ScanError
+from context_ledger.log import logger
+
+#: What the text was redacted for, named in the log of a failed scan.
+Stage = Literal["delivery", "indexing", "query"]
+
+
+def redacted(patterns: tuple[CustomPattern, ...], text: str, *, stage: Stage) -> str:
+    """``text`` with every finding of the built-in detectors and of ``patterns`` replaced."""
+    try:
+        return redactor_for(patterns).redact(text).text
+    except ScanError as exc:
+        # The error's message never holds the text; the log names the failure only.
+        logger.error(
+            "DLP scan failed; nothing delivered, indexed or searched",
+            extra={"stage": stage, "problem": str(exc)},
+        )
+        raise DlpScanFailedError() from None

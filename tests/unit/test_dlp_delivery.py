@@ -1,0 +1,87 @@
+"""The delivery of one answer's texts: what is redacted, what passes as an identifier."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from context_ledger.dlp import redaction
+from context_ledger.dlp.delivery import Delivery
+from context_ledger.dlp.policy import DEFAULT_ACTIONS, DlpAction, DlpPolicy
+from context_ledger.dlp.redaction import CustomPattern
+from context_ledger.memory.chunks import IDENTIFIER_KEYS
+from context_ledger.sources.model import Classification
+
+EMAIL = "jane.roe@example.com"
+# An organisation pattern that also matches memory ids: they must survive it.
+IDS_TOO = DlpPolicy(patterns=(CustomPattern("ticket", "ctx_[0-9a-f]{12}|TICKET-[0-9]{4}"),))
+
+
+def test_metadata_strings_are_redacted_at_any_depth_keys_included() -> None:
+    metadata = {"headings": ["Intro", f"Mail {EMAIL}"], EMAIL: {"n": 1, "to": [EMAIL]}}
+
+    delivered = Delivery(DlpPolicy()).json(Classification.INTERNAL, metadata)
+
+    assert delivered == {
+        "headings": ["Intro", "Mail [REDACTED:email]"],
+        "[REDACTED:email]": {"n": 1, "to": ["[REDACTED:email]"]},
+    }
+
+
+def test_identifier_keys_of_a_memory_chunk_pass_as_stored_even_when_a_pattern_matches() -> None:
+    metadata = {"memoryId": "ctx_cc55e4a7bbc5", "memoryRevision": 2, "note": "TICKET-1234"}
+
+    delivered = Delivery(IDS_TOO).json(
+        Classification.INTERNAL, metadata, identifiers=IDENTIFIER_KEYS
+    )
+
+    assert delivered == {
+        "memoryId": "ctx_cc55e4a7bbc5",
+        "memoryRevision": 2,
+        "note": "[REDACTED:custom_ticket]",
+    }
+
+
+def test_allow_delivers_every_text_as_stored() -> None:
+    allow = DlpPolicy(actions={**DEFAULT_ACTIONS, Classification.INTERNAL: DlpAction.ALLOW})
+    delivery = Delivery(allow)
+    content = f"page {EMAIL}"
+    sha256 = hashlib.sha256(content.encode()).digest()
+
+    assert delivery.text(Classification.INTERNAL, EMAIL) == EMAIL
+    assert delivery.json(Classification.INTERNAL, {"to": EMAIL}) == {"to": EMAIL}
+    assert (
+        delivery.content(Classification.INTERNAL, content=content, sha256=sha256, tokens=3).content
+        == content
+    )
+    assert delivery.text(Classification.PUBLIC, EMAIL) == "[REDACTED:email]"
+
+
+def test_redacted_content_carries_the_hash_and_tokens_of_what_is_delivered() -> None:
+    content = f"page {EMAIL}"
+
+    delivered = Delivery(DlpPolicy()).content(
+        Classification.PUBLIC, content=content, sha256=b"stored", tokens=99
+    )
+
+    assert delivered.content == "page [REDACTED:email]"
+    assert delivered.sha256 == hashlib.sha256(b"page [REDACTED:email]").digest()
+    assert delivered.tokens < 99
+
+
+def test_each_distinct_text_of_an_answer_is_scanned_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    scanned: list[str] = []
+    real = redaction.Redactor.redact
+
+    def counting(self, text: str):
+        scanned.append(text)
+        return real(self, text)
+
+    monkeypatch.setattr(redaction.Redactor, "redact", counting)
+    delivery = Delivery(DlpPolicy())
+
+    for _ in range(5):
+        delivery.text(Classification.INTERNAL, "docs/runbook.md")
+
+    assert scanned == ["docs/runbook.md"]

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from api_support import bearer, error_of
 
-from context_ledger.dlp import redaction
+from context_ledger.dlp import delivery, redaction
 
 POLICY = "/api/v1/context/dlp/policy"
 RETRIEVE = "/api/v1/context/retrieve"
@@ -255,7 +255,8 @@ def test_a_searcher_gets_the_same_redacted_answers(planted, org, token) -> None:
 @pytest.fixture
 def break_scans_of(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
     """``break_scans_of(marker)``: from then on every scan of a text holding ``marker`` fails
-    (the local runtime serves the functions in this process)."""
+    (the local runtime serves the functions in this process; short texts redacted before are
+    forgotten, or their cached redaction would answer without a scan)."""
     real = redaction.Redactor.redact
 
     def arm(marker: str) -> None:
@@ -265,6 +266,7 @@ def break_scans_of(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
             return real(self, text)
 
         monkeypatch.setattr(redaction.Redactor, "redact", redact)
+        delivery._short_redacted.cache_clear()
 
     return arm
 

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from context_ledger.dlp import redaction
+from context_ledger.dlp import delivery, redaction
 from context_ledger.dlp.delivery import Delivery
 from context_ledger.dlp.policy import DEFAULT_ACTIONS, DlpAction, DlpPolicy
 from context_ledger.dlp.redaction import CustomPattern
@@ -32,9 +32,7 @@ def test_metadata_strings_are_redacted_at_any_depth_keys_included() -> None:
 def test_identifier_keys_of_a_memory_chunk_pass_as_stored_even_when_a_pattern_matches() -> None:
     metadata = {"memoryId": "ctx_cc55e4a7bbc5", "memoryRevision": 2, "note": "TICKET-1234"}
 
-    delivered = Delivery(IDS_TOO).json(
-        Classification.INTERNAL, metadata, identifiers=IDENTIFIER_KEYS
-    )
+    delivered = Delivery(IDS_TOO).redact_json(metadata, identifiers=IDENTIFIER_KEYS)
 
     assert delivered == {
         "memoryId": "ctx_cc55e4a7bbc5",
@@ -70,7 +68,9 @@ def test_redacted_content_carries_the_hash_and_tokens_of_what_is_delivered() -> 
     assert delivered.tokens < 99
 
 
-def test_each_distinct_text_of_an_answer_is_scanned_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_short_text_is_scanned_once_per_process_and_set_of_patterns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     scanned: list[str] = []
     real = redaction.Redactor.redact
 
@@ -79,9 +79,30 @@ def test_each_distinct_text_of_an_answer_is_scanned_once(monkeypatch: pytest.Mon
         return real(self, text)
 
     monkeypatch.setattr(redaction.Redactor, "redact", counting)
-    delivery = Delivery(DlpPolicy())
+    delivery._short_redacted.cache_clear()
 
-    for _ in range(5):
-        delivery.text(Classification.INTERNAL, "docs/runbook.md")
+    for _ in range(3):
+        for policy in (DlpPolicy(), IDS_TOO):
+            Delivery(policy).text(Classification.INTERNAL, "docs/TICKET-1234.md")
 
-    assert scanned == ["docs/runbook.md"]
+    assert scanned == ["docs/TICKET-1234.md"] * 2
+    assert Delivery(IDS_TOO).text(Classification.INTERNAL, "docs/TICKET-1234.md") == (
+        "docs/[REDACTED:custom_ticket].md"
+    )
+
+
+def test_a_long_text_is_scanned_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    scanned: list[str] = []
+    real = redaction.Redactor.redact
+
+    def counting(self, text: str):
+        scanned.append(text)
+        return real(self, text)
+
+    monkeypatch.setattr(redaction.Redactor, "redact", counting)
+    content = "x " * delivery.SHORT_TEXT
+
+    Delivery(DlpPolicy()).text(Classification.INTERNAL, content)
+    Delivery(DlpPolicy()).text(Classification.INTERNAL, content)
+
+    assert len(scanned) == 2

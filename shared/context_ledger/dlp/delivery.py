@@ -19,12 +19,14 @@ names a caller chose to address things by) are not text and pass as stored.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 from context_ledger.dlp.policy import DlpAction, DlpPolicy
+from context_ledger.dlp.redaction import CustomPattern
 from context_ledger.dlp.texts import redacted
 from context_ledger.sources.chunking.tokens import count_tokens
 from context_ledger.sources.model import Classification
@@ -39,47 +41,34 @@ class DeliveredText:
     tokens: int
 
 
+#: Texts up to this length (paths, symbols, headings, names, languages, metadata values) are
+#: redacted once per process and set of patterns: the same ones come back answer after answer,
+#: and a scan costs about 8 µs however short its text, most of what a delivered chunk's other
+#: fields cost besides its content (docs/decisions.md).
+SHORT_TEXT = 256
+
+
+@functools.lru_cache(maxsize=16_384)
+def _short_redacted(patterns: tuple[CustomPattern, ...], text: str) -> str:
+    return redacted(patterns, text, stage="delivery")  # a failed scan raises: never cached
+
+
 class Delivery:
     """The texts of one answer as the organisation's policy delivers them: as stored for a source
-    whose action is ``allow``, redacted for every other action.
-
-    One per answer: each distinct text is scanned once (a path repeats for every chunk of its
-    document, a source's name for each of its chunks, a language for most of them), which keeps
-    the fields redacted beside the content at a few microseconds a chunk.
-    """
+    whose action is ``allow``, redacted for every other action."""
 
     def __init__(self, policy: DlpPolicy) -> None:
         self.policy = policy
-        self._redacted: dict[str, str] = {}
 
     def redacts(self, classification: Classification | str) -> bool:
         """Whether texts of this classification are delivered redacted."""
         return self.policy.action(classification) is not DlpAction.ALLOW
 
     def text(self, classification: Classification | str, text: str) -> str:
-        return self._redact(text) if self.redacts(classification) else text
+        return self.redact(text) if self.redacts(classification) else text
 
-    def optional_text(self, classification: Classification | str, text: str | None) -> str | None:
-        return None if text is None else self.text(classification, text)
-
-    def json(
-        self,
-        classification: Classification | str,
-        value: Any,
-        *,
-        identifiers: Collection[str] = (),
-    ) -> Any:
-        """A JSON value with every string in it redacted, keys included, at any depth; the values
-        of the top-level keys in ``identifiers`` pass as stored. (Two keys that redact to the same
-        placeholder keep the later value: both are delivered redacted either way.)"""
-        if not self.redacts(classification):
-            return value
-        if isinstance(value, dict):
-            return {
-                self._redact(key): item if key in identifiers else self._json(item)
-                for key, item in value.items()
-            }
-        return self._json(value)
+    def json(self, classification: Classification | str, value: Any) -> Any:
+        return self.redact_json(value) if self.redacts(classification) else value
 
     def content(
         self, classification: Classification | str, *, content: str, sha256: bytes, tokens: int
@@ -91,22 +80,37 @@ class Delivery:
         """
         if not self.redacts(classification):
             return DeliveredText(content, sha256, tokens)
-        text = self._redact(content)
+        text = self.redact(content)
         if text == content:
             return DeliveredText(content, sha256, tokens)
         return DeliveredText(text, hashlib.sha256(text.encode()).digest(), count_tokens(text))
 
+    # For a caller that asked `redacts` already (the texts of one chunk): no action looked up.
+
+    def redact(self, text: str) -> str:
+        if len(text) <= SHORT_TEXT:
+            return _short_redacted(self.policy.patterns, text)
+        return redacted(self.policy.patterns, text, stage="delivery")
+
+    def redact_optional(self, text: str | None) -> str | None:
+        return None if text is None else self.redact(text)
+
+    def redact_json(self, value: Any, *, identifiers: Collection[str] = ()) -> Any:
+        """A JSON value with every string in it redacted, keys included, at any depth; the values
+        of the top-level keys in ``identifiers`` pass as stored. (Two keys that redact to the same
+        placeholder keep the later value: both are delivered redacted either way.)"""
+        if isinstance(value, dict):
+            return {
+                self.redact(key): item if key in identifiers else self._json(item)
+                for key, item in value.items()
+            }
+        return self._json(value)
+
     def _json(self, value: Any) -> Any:
         if isinstance(value, str):
-            return self._redact(value)
+            return self.redact(value)
         if isinstance(value, list):
             return [self._json(item) for item in value]
         if isinstance(value, dict):
-            return {self._redact(key): self._json(item) for key, item in value.items()}
+            return {self.redact(key): self._json(item) for key, item in value.items()}
         return value
-
-    def _redact(self, text: str) -> str:
-        done = self._redacted.get(text)
-        if done is None:
-            done = self._redacted[text] = redacted(self.policy.patterns, text, stage="delivery")
-        return done

@@ -264,11 +264,10 @@ def _as_delivered(chunk: DeliveredChunk, delivery: Delivery) -> DeliveredChunk:
     unless the source's action is ``allow``; its row carries the delivered content, hash and
     token count from here on (the evidence records those)."""
     row, source = chunk.row, chunk.source
-    classification = source.classification
-    if not delivery.redacts(classification):
+    if not delivery.redacts(source.classification):
         return chunk
     text = delivery.content(
-        classification,
+        source.classification,
         content=row["content"],
         sha256=bytes(row["content_sha256"]),
         tokens=row["token_count"],
@@ -278,15 +277,13 @@ def _as_delivered(chunk: DeliveredChunk, delivery: Delivery) -> DeliveredChunk:
         "content": text.content,
         "content_sha256": text.sha256,
         "token_count": text.tokens,
-        "path": delivery.text(classification, row["path"]),
-        "language": delivery.optional_text(classification, row["language"]),
-        "symbol": delivery.optional_text(classification, row["symbol"]),
-        "metadata": delivery.json(
-            classification, row["metadata"], identifiers=MEMORY_IDENTIFIER_KEYS
-        ),
+        "path": delivery.redact(row["path"]),
+        "language": delivery.redact_optional(row["language"]),
+        "symbol": delivery.redact_optional(row["symbol"]),
+        "metadata": delivery.redact_json(row["metadata"], identifiers=MEMORY_IDENTIFIER_KEYS),
     }
-    name = delivery.text(classification, source.name)
-    return replace(chunk, row=delivered, source=replace(source, name=name))
+    named = replace(source, name=delivery.redact(source.name))
+    return replace(chunk, row=delivered, source=named)
 
 
 def _related_chunks(

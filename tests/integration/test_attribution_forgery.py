@@ -216,3 +216,25 @@ def test_every_verification_reports_a_row_that_disagrees(keys, acme, capsys) -> 
     assert daily["failures"][0]["firstBadSeq"] == 1
     assert (incremental, cli) == (0, 1)
     assert f"attributions {event.record.attribution_id} (seq 1): the row's userId differs" in out
+
+
+def test_linking_again_after_a_forged_link_row_is_idempotent_not_an_error(keys, acme) -> None:
+    """The chain holds the link, its row was edited away: linking the same response again
+    is the API's idempotent no-op (204), not a conflict raised to the caller (500)."""
+    event = _record(keys, acme, "alice")
+    alice = _person(acme, "alice")
+    link = {"attribution_id": event.record.attribution_id, "response_id": "real", "keys": keys}
+    with connection() as conn:
+        assert link_response(conn, alice, **link) is True
+    _edit("UPDATE attribution_links SET response_id = 'forged' WHERE response_id = 'real'", ())
+
+    with connection() as conn:
+        again = link_response(conn, alice, **link)
+
+    assert again is False
+    with connection() as conn:
+        entries = conn.execute("SELECT count(*) AS n FROM evidence_chain").fetchone()["n"]
+    assert entries == 2, "no second link entry"
+    assert _problems(acme) == [
+        ("attribution_links", "the row's responseId differs from the entry's")
+    ]

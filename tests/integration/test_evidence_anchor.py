@@ -25,7 +25,7 @@ from context_ledger.evidence.anchor import (
     STORE_UNAVAILABLE,
     TRUNCATED,
 )
-from context_ledger.evidence.chain import AppendResult, append, org_chain
+from context_ledger.evidence.chain import AppendResult, append, mac_at, org_chain
 from context_ledger.evidence.checkpoint_store import (
     APPENDED,
     VERIFIED,
@@ -349,13 +349,23 @@ def _cut_tail(db: str, keep: int) -> None:
     )
 
 
+def _mac_at(db: str, seq: int) -> bytes | None:
+    with psycopg.connect(db, row_factory=dict_row) as conn:
+        return mac_at(conn, chain=CHAIN, seq=seq)
+
+
 def _append_as_the_writer(db: str, keys: KeyRing, store: FileCheckpointStore, n: int) -> None:
     """Appends followed by the writer's checkpoint rule, as record_handler runs it."""
     for i in range(n):
         with psycopg.connect(db, row_factory=dict_row) as conn:
             result = _append(conn, keys, i)
         checkpoint_store.checkpoint_if_due(
-            chain=CHAIN, seq=result.seq, mac=result.mac, keys=keys, store=store
+            chain=CHAIN,
+            seq=result.seq,
+            mac=result.mac,
+            keys=keys,
+            store=store,
+            mac_at=lambda seq: _mac_at(db, seq),
         )
 
 
@@ -368,7 +378,13 @@ def test_the_writer_checkpoints_a_chain_it_has_not_checkpointed_for_the_interval
     clock = iter([1000.0, 1010.0, 1059.0, 1060.5, 1061.0])
     written = [
         checkpoint_store.checkpoint_if_due(
-            chain=CHAIN, seq=seq, mac=bytes(32), keys=keys, store=store, now=lambda: next(clock)
+            chain=CHAIN,
+            seq=seq,
+            mac=bytes(32),
+            keys=keys,
+            store=store,
+            now=lambda: next(clock),
+            mac_at=lambda seq: bytes(32),  # the chain these checkpoints stand for
         )
         for seq in (1, 2, 3, 4, 5)
     ]
@@ -384,7 +400,7 @@ def test_a_refused_append_checkpoint_is_tried_again_at_the_next_append(
     broken = _BrokenStore(reads=True)
 
     assert not checkpoint_store.checkpoint_if_due(
-        chain=CHAIN, seq=1, mac=bytes(32), keys=keys, store=broken
+        chain=CHAIN, seq=1, mac=bytes(32), keys=keys, store=broken, mac_at=lambda seq: None
     )
     assert CHAIN not in checkpoint_store._last_written
 
@@ -458,3 +474,28 @@ def test_the_sweep_checkpoints_the_last_append_before_a_quiet_spell(
     assert verify_recent_chains()["failures"] == [
         {"chain": CHAIN, "checked": 0, "firstBadSeq": 3, "reason": TRUNCATED}
     ]
+
+
+def test_a_cut_tail_refilled_by_new_appends_stays_caught(
+    db: str, keys: KeyRing, store: FileCheckpointStore, check: Callable, monkeypatch
+) -> None:
+    """The probe's attack: after the cut the service goes on appending, so new entries take the
+    cut seqs. The writer must not checkpoint the new head (it would become the newest checkpoint
+    and hide the cut): the chain stays failed until someone looks."""
+    monkeypatch.setenv("KEYSTONE_EVIDENCE_CHECKPOINT_SECONDS", "1")
+    monkeypatch.setattr(checkpoint_store, "_last_written", {})
+    get_settings.cache_clear()
+    _append_as_the_writer(db, keys, store, 5)
+    assert check().result.ok  # checkpoint at 5
+    _cut_tail(db, keep=2)
+
+    for _ in range(3):  # seq 3, 4, 5 again, then 6: each time the writer is due
+        monkeypatch.setattr(checkpoint_store, "_last_written", {})
+        _append_as_the_writer(db, keys, store, 1)
+    monkeypatch.setattr(checkpoint_store, "_last_written", {})
+    _append_as_the_writer(db, keys, store, 1)
+
+    assert store.latest(CHAIN).seq == 5, "no checkpoint of the refilled chain"
+    assert _outcome(check()) == (False, 5, REWRITTEN)
+    assert _outcome(check(full=True)) == (False, 5, REWRITTEN)
+    assert verify_recent_chains()["ok"] is False

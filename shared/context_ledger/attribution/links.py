@@ -12,6 +12,7 @@ import uuid
 from datetime import UTC, datetime
 
 import psycopg
+from aws_lambda_powertools import Logger
 
 from context_ledger.attribution.lookup import (
     LINK_CATEGORY,
@@ -22,8 +23,10 @@ from context_ledger.attribution.lookup import (
 )
 from context_ledger.auth.principal import Principal
 from context_ledger.evidence.canonical import format_timestamp
-from context_ledger.evidence.chain import append
+from context_ledger.evidence.chain import RecordConflictError, append
 from context_ledger.evidence.keys import KeyRing
+
+logger = Logger(child=True)
 
 _LOCK_ATTRIBUTION = """
 SELECT 1 FROM attributions
@@ -88,20 +91,30 @@ def append_link(
     conn.execute(_LOCK_ATTRIBUTION, params)
     if conn.execute(_LINK_EXISTS, params).fetchone() is not None:
         return False
-    result = append(
-        conn,
-        chain=attribution.chain,
-        category=LINK_CATEGORY,
-        record_id=link_record_id(attribution.attribution_id, response_id),
-        org_id=attribution.org_id,
-        record={
-            "attributionId": str(attribution.attribution_id),
-            "requestId": attribution.request_id,
-            "responseId": response_id,
-            "linkedBy": linked_by,
-            "linkedAt": format_timestamp(datetime.now(UTC)),
-        },
-        keys=keys,
-    )
+    try:
+        result = append(
+            conn,
+            chain=attribution.chain,
+            category=LINK_CATEGORY,
+            record_id=link_record_id(attribution.attribution_id, response_id),
+            org_id=attribution.org_id,
+            record={
+                "attributionId": str(attribution.attribution_id),
+                "requestId": attribution.request_id,
+                "responseId": response_id,
+                "linkedBy": linked_by,
+                "linkedAt": format_timestamp(datetime.now(UTC)),
+            },
+            keys=keys,
+        )
+    except RecordConflictError:
+        # The chain holds this link already, but its row is gone or was edited: the link is
+        # recorded (idempotent, as the API promises), and verification reports the row.
+        logger.error(
+            "link entry without its lookup row",
+            attributionId=str(attribution.attribution_id),
+            chain=attribution.chain,
+        )
+        return False
     conn.execute(_INSERT_LINK, {**params, "chain": attribution.chain, "seq": result.seq})
     return True

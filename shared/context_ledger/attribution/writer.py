@@ -25,6 +25,8 @@ batch of ten would outlast the function's own timeout.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import psycopg
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -36,7 +38,7 @@ from context_ledger.cooldown import Cooldown
 from context_ledger.db import connection
 from context_ledger.db.pool import is_unavailable
 from context_ledger.errors import ServiceUnavailableError
-from context_ledger.evidence.chain import AppendResult, append
+from context_ledger.evidence.chain import AppendResult, append, mac_at
 from context_ledger.evidence.checkpoint_store import checkpoint_if_due
 from context_ledger.evidence.keys import KeyRing, get_key_ring
 
@@ -105,6 +107,16 @@ def write_attribution(
     return result
 
 
+def _mac_at(chain: str) -> Callable[[int], bytes | None]:
+    """The chain's MAC at a seq, read on a connection of its own (the append's has committed)."""
+
+    def read(seq: int) -> bytes | None:
+        with connection() as conn:
+            return mac_at(conn, chain=chain, seq=seq)
+
+    return read
+
+
 def record_handler(record: SQSRecord) -> AppendResult:
     """Process one SQS message; raising marks it failed in the batch response."""
     try:
@@ -127,8 +139,11 @@ def record_handler(record: SQSRecord) -> AppendResult:
         if is_unavailable(exc):
             _database_down.start(DATABASE_DOWN_SECONDS)
         raise
-    # After the commit: a checkpoint outside the database every N appends (evidence.anchor).
-    checkpoint_if_due(chain=event.chain, seq=result.seq, mac=result.mac, keys=keys)
+    # After the commit: a checkpoint outside the database every N appends and every S seconds
+    # (evidence.checkpoint_store), of a chain that still holds the newest one.
+    checkpoint_if_due(
+        chain=event.chain, seq=result.seq, mac=result.mac, keys=keys, mac_at=_mac_at(event.chain)
+    )
     logger.info(
         "attribution recorded",
         messageId=record.message_id,

@@ -246,6 +246,12 @@ ORDER BY seq
 """
 
 
+def mac_at(conn: psycopg.Connection, *, chain: str, seq: int) -> bytes | None:
+    """The MAC of entry ``seq`` of ``chain``, or None without such an entry."""
+    row = conn.execute(_ENTRY_MAC, {"chain": chain, "seq": seq}).fetchone()
+    return None if row is None else bytes(row["mac"])
+
+
 def verify(
     conn: psycopg.Connection,
     *,

@@ -354,6 +354,7 @@ def checkpoint_if_due(
     seq: int,
     mac: bytes,
     keys: KeyRing,
+    mac_at: Callable[[int], bytes | None],
     store: CheckpointStore | None = None,
     now: Callable[[], float] = time.monotonic,
 ) -> bool:
@@ -365,6 +366,11 @@ def checkpoint_if_due(
     So a busy chain is checkpointed every N appends and at least every S seconds of appending.
     The last append before a quiet spell is covered by the next verification run (the minutely
     sweep, evidence.verify_job.verify_recent_chains), not by this.
+
+    The writer vouches only for a chain that still holds the store's newest checkpoint
+    (``mac_at(seq)``: the chain's MAC at ``seq``, None without such an entry): after a cut tail
+    refilled by new appends, a checkpoint of the new head would become the newest and hide the
+    cut from every later verification. Such a chain gets no checkpoint, and an ERROR says why.
 
     Call it only after the commit, or a rolled-back append would leave a checkpoint the chain
     never held. A redelivered message reaches here again with the same seq, so a store that was
@@ -383,6 +389,8 @@ def checkpoint_if_due(
         _last_written[chain] = moment  # claimed: a concurrent append of this chain waits S
     try:
         store = store if store is not None else get_checkpoint_store()
+        if not _holds_newest(store, chain=chain, seq=seq, keys=keys, mac_at=mac_at):
+            return False
         store.put(
             sign_checkpoint(
                 chain=chain, seq=seq, mac=mac, kind=APPENDED, keys=keys, now=datetime.now(UTC)
@@ -395,3 +403,36 @@ def checkpoint_if_due(
         logger.error("append checkpoint not written", chain=chain, seq=seq, error=str(exc))
         return False
     return True
+
+
+def _holds_newest(
+    store: CheckpointStore,
+    *,
+    chain: str,
+    seq: int,
+    keys: KeyRing,
+    mac_at: Callable[[int], bytes | None],
+) -> bool:
+    """Whether a checkpoint of entry ``seq`` may be stored: the chain still holds the newest
+    (validly signed) checkpoint, which is older than ``seq``. One that does not parse or verify
+    says nothing of the chain and is passed over (the next verification reports it)."""
+    try:
+        newest = store.latest(chain)
+    except InvalidCheckpointError:
+        return True
+    if newest is None or not newest.signature_valid(keys):
+        return True
+    try:
+        held = mac_at(newest.seq)
+    except Exception:  # the chain could not be read: skip; a later append or run checkpoints
+        logger.exception("chain not readable to check its newest checkpoint", chain=chain)
+        return False
+    if held is None or not hmac.compare_digest(held, newest.mac):
+        logger.error(
+            "the chain disagrees with its newest external checkpoint; not checkpointed",
+            chain=chain,
+            seq=seq,
+            checkpointSeq=newest.seq,
+        )
+        return False
+    return newest.seq < seq  # else another writer checkpointed a later head already

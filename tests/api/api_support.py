@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import functools
 import json
 import secrets
 import time
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import psycopg
@@ -57,6 +59,21 @@ _RS256 = RSAAlgorithm(RSAAlgorithm.SHA256)
 def _signing_key(path: Path) -> Any:
     # Loading the PEM checks the RSA key: about 50 ms, too slow for every property example.
     return _RS256.prepare_key(path.read_bytes())
+
+
+T = TypeVar("T")
+
+
+def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` on a loop of its own. ``asyncio.run`` would leave the main thread
+    without a current event loop, and the handlers the next tests invoke (Mangum's adapter)
+    ask the main thread for one."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
 
 
 def bearer(value: str) -> dict[str, str]:

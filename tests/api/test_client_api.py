@@ -4,13 +4,13 @@ Each flow runs through the sync and the async client alike."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from api_support import run_coroutine
 
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
 from context_ledger_client import (
@@ -119,7 +119,7 @@ def test_a_folder_indexed_through_the_client_is_retrieved_attributed_and_linked(
     if flavour == "sync":
         seen = run_sync_flow(runtime.url, admin, alice, tmp_path)
     else:
-        seen = asyncio.run(run_async_flow(runtime.url, admin, alice, tmp_path))
+        seen = run_coroutine(run_async_flow(runtime.url, admin, alice, tmp_path))
 
     team, project, source, report = seen["team"], seen["project"], seen["source"], seen["report"]
     assert (team.level, project.level, project.parent_id) == ("team", "project", team.id)
@@ -219,7 +219,7 @@ def test_memories_round_trip_through_the_client(runtime, org, token, flavour) ->
             return first, listed, relevant, revisions
 
     first, listed, relevant, revisions = (
-        flow_sync() if flavour == "sync" else asyncio.run(flow_async())
+        flow_sync() if flavour == "sync" else run_coroutine(flow_async())
     )
 
     assert isinstance(first, Memory)
@@ -276,7 +276,7 @@ def test_a_space_the_caller_may_not_see_is_not_found_async(runtime, org, token) 
                 return exc
         raise AssertionError("the retrieval was served")
 
-    error = asyncio.run(denied())
+    error = run_coroutine(denied())
     assert (error.status, error.code) == (404, "context.space.not_found")
 
 
@@ -294,7 +294,7 @@ def test_a_bad_credential_is_an_authentication_error(runtime) -> None:
                 return exc
         raise AssertionError("the call was served")
 
-    assert asyncio.run(refused()).status == 401
+    assert run_coroutine(refused()).status == 401
 
 
 def test_refusals_carry_the_apis_code_and_message(runtime, org, token) -> None:

@@ -3,11 +3,12 @@ stack: documents in rank order carrying path, lines, score, level and the attrib
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from api_support import run_coroutine
 
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
 from context_ledger_client import ContextLedger
@@ -36,7 +37,7 @@ def test_the_retriever_returns_cited_documents_sync_and_async(runtime, org, toke
     )
 
     documents = retriever.invoke("authorise refund")
-    again = asyncio.run(retriever.ainvoke("authorise refund"))
+    again = run_coroutine(retriever.ainvoke("authorise refund"))
 
     top, related = documents
     assert top.page_content.startswith("def authorise_refund")

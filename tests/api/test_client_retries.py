@@ -4,7 +4,6 @@ httpx is patched."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 import threading
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from api_support import run_coroutine
 
 from context_ledger_client import (
     AsyncContextLedger,
@@ -119,7 +119,7 @@ def test_the_async_client_retries_a_429_with_retry_after() -> None:
             return (await cl.retrieve("refunds")).request_id
 
     with stand_in((429, {"Retry-After": "1"}, LIMITED), (200, {}, RETRIEVED)) as server:
-        assert asyncio.run(retrieve(server.url)) == "req-1"
+        assert run_coroutine(retrieve(server.url)) == "req-1"
 
     assert len(server.seen) == 2
     assert server.times[1] - server.times[0] >= 0.95
@@ -156,7 +156,7 @@ def test_a_503_without_retry_after_is_retried_with_backoff_async() -> None:
             return len(await cl.spaces())
 
     with stand_in((503, {}, BUSY), (503, {}, BUSY), (200, {}, {"spaces": [SPACE]})) as server:
-        assert asyncio.run(spaces(server.url)) == 1
+        assert run_coroutine(spaces(server.url)) == 1
 
     assert len(server.seen) == 3
     assert server.times[2] - server.times[1] >= 0.19  # 0.1 then 0.2
@@ -233,7 +233,7 @@ def test_a_server_that_cannot_be_reached_is_a_connection_error_naming_the_url() 
                 return exc
         raise AssertionError("answered")
 
-    assert asyncio.run(unreachable()).url == url
+    assert run_coroutine(unreachable()).url == url
 
 
 def test_a_server_that_does_not_answer_in_time_is_unreachable() -> None:

@@ -255,7 +255,7 @@ def test_a_searcher_gets_the_same_redacted_answers(planted, org, token) -> None:
 @pytest.fixture
 def break_scans_of(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
     """``break_scans_of(marker)``: from then on every scan of a text holding ``marker`` fails
-    (the local runtime serves the functions in this process; short texts redacted before are
+    (the local runtime serves the functions in this process; texts redacted before are
     forgotten, or their cached redaction would answer without a scan)."""
     real = redaction.Redactor.redact
 
@@ -267,6 +267,7 @@ def break_scans_of(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
 
         monkeypatch.setattr(redaction.Redactor, "redact", redact)
         delivery._short_redacted.cache_clear()
+        delivery._long_redacted.cache_clear()
 
     return arm
 

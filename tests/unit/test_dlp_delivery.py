@@ -80,6 +80,7 @@ def test_a_short_text_is_scanned_once_per_process_and_set_of_patterns(
 
     monkeypatch.setattr(redaction.Redactor, "redact", counting)
     delivery._short_redacted.cache_clear()
+    delivery._long_redacted.cache_clear()
 
     for _ in range(3):
         for policy in (DlpPolicy(), IDS_TOO):
@@ -91,7 +92,9 @@ def test_a_short_text_is_scanned_once_per_process_and_set_of_patterns(
     )
 
 
-def test_a_long_text_is_scanned_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_long_text_is_scanned_once_per_process_and_set_of_patterns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     scanned: list[str] = []
     real = redaction.Redactor.redact
 
@@ -100,9 +103,13 @@ def test_a_long_text_is_scanned_every_time(monkeypatch: pytest.MonkeyPatch) -> N
         return real(self, text)
 
     monkeypatch.setattr(redaction.Redactor, "redact", counting)
-    content = "x " * delivery.SHORT_TEXT
+    delivery._short_redacted.cache_clear()
+    delivery._long_redacted.cache_clear()
+    content = "password=Tr0ub4dorXyzzy77 " + "x " * delivery.SHORT_TEXT
 
-    Delivery(DlpPolicy()).text(Classification.INTERNAL, content)
-    Delivery(DlpPolicy()).text(Classification.INTERNAL, content)
+    for _ in range(3):
+        for policy in (DlpPolicy(), IDS_TOO):
+            delivered = Delivery(policy).text(Classification.INTERNAL, content)
 
     assert len(scanned) == 2
+    assert "Tr0ub4dorXyzzy77" not in delivered

@@ -163,7 +163,7 @@ def test_an_invalid_space_body_is_422_with_a_clear_message(api, admin_headers, b
 
 @pytest.mark.parametrize(
     ("level", "parent_level"),
-    [("business_unit", None), ("subproject", "project")],
+    [("business_unit", None), ("subproject", "project"), ("galaxy", None), ("organisation", None)],
 )
 def test_levels_defined_but_unused_by_the_spec_are_not_creatable(
     api, admin_headers, level, parent_level
@@ -178,7 +178,9 @@ def test_levels_defined_but_unused_by_the_spec_are_not_creatable(
     response = api.post(SPACES, headers=admin_headers, json=body)
 
     assert error_of(response) == (422, "validation_failed")
-    assert "department, group, team, project" in response.json()["error"]["message"]
+    message = response.json()["error"]["message"]
+    assert "level must be one of department, group, team, project" in message
+    assert "business_unit" not in message.replace(level, "")
 
 
 def test_a_body_that_is_not_json_is_400(api, admin_headers) -> None:

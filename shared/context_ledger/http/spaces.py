@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Response
-from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, WithJsonSchema
+from pydantic import BeforeValidator, Field, StringConstraints, WithJsonSchema
 
 from context_ledger.auth.principal import Principal
 from context_ledger.db import connection
@@ -32,7 +32,8 @@ def _strip(value: object) -> object:
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200), BeforeValidator(_strip)]
 
 
-def _creatable(level: Level) -> Level:
+def _creatable(level: object) -> object:
+    """Before the enum's own check, so an unknown level is told the creatable ones only."""
     if level not in CREATABLE_LEVELS:
         raise ValueError(f"level must be one of {', '.join(CREATABLE_LEVELS)}")
     return level
@@ -40,7 +41,7 @@ def _creatable(level: Level) -> Level:
 
 CreatableLevel = Annotated[
     Level,
-    AfterValidator(_creatable),
+    BeforeValidator(_creatable),
     WithJsonSchema({"type": "string", "enum": [level.value for level in CREATABLE_LEVELS]}),
 ]
 

@@ -30,3 +30,21 @@ def key_ring_from_env(
         monkeypatch.undo()
         get_settings.cache_clear()
         clear_key_ring_cache()
+
+
+@contextmanager
+def local_key_ring(
+    monkeypatch: pytest.MonkeyPatch, *, database_url: str, home: str, key: str
+) -> Iterator[KeyRing]:
+    """Local-mode settings over the test database with the HMAC key ``key``; every variable
+    ``prepare_local().apply()`` (the CLI) sets is restored after."""
+    with key_ring_from_env(
+        monkeypatch,
+        KEYSTONE_ENVIRONMENT="local",
+        CONTEXT_LEDGER_HOME=home,
+        DATABASE_URL=database_url,
+        KEYSTONE_AUTH_JWKS_URL="http://127.0.0.1:1/jwks.json",
+        KEYSTONE_EVIDENCE_HMAC_KEY=key,
+        KEYSTONE_EVIDENCE_HMAC_SECRET_ARN=None,
+    ) as ring:
+        yield ring

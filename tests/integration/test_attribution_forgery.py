@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from evidence_support import key_ring_from_env
+from evidence_support import local_key_ring
 
 from context_ledger.attribution.events import AttributionEvent
 from context_ledger.attribution.index_check import check_lookup_rows
@@ -35,15 +35,7 @@ KEY = "forgery-test-key-" + "f" * 32
 
 @pytest.fixture
 def keys(db: str, tmp_path, monkeypatch: pytest.MonkeyPatch) -> Iterator[KeyRing]:
-    with key_ring_from_env(
-        monkeypatch,
-        KEYSTONE_ENVIRONMENT="local",
-        CONTEXT_LEDGER_HOME=str(tmp_path),
-        DATABASE_URL=db,
-        KEYSTONE_AUTH_JWKS_URL="http://127.0.0.1:1/jwks.json",
-        KEYSTONE_EVIDENCE_HMAC_KEY=KEY,
-        KEYSTONE_EVIDENCE_HMAC_SECRET_ARN=None,
-    ) as ring:
+    with local_key_ring(monkeypatch, database_url=db, home=str(tmp_path), key=KEY) as ring:
         yield ring
 
 

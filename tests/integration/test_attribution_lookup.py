@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from evidence_support import key_ring_from_env
+from evidence_support import local_key_ring
 
 from context_ledger.attribution.events import AttributionEvent
 from context_ledger.attribution.links import link_response
@@ -26,16 +26,7 @@ KEY = "lookup-test-key-" + "k" * 32
 
 @pytest.fixture
 def keys(db: str, tmp_path, monkeypatch: pytest.MonkeyPatch) -> Iterator[KeyRing]:
-    """Local-mode settings; every variable `prepare_local().apply()` sets is restored after."""
-    with key_ring_from_env(
-        monkeypatch,
-        KEYSTONE_ENVIRONMENT="local",
-        CONTEXT_LEDGER_HOME=str(tmp_path),
-        DATABASE_URL=db,
-        KEYSTONE_AUTH_JWKS_URL="http://127.0.0.1:1/jwks.json",
-        KEYSTONE_EVIDENCE_HMAC_KEY=KEY,
-        KEYSTONE_EVIDENCE_HMAC_SECRET_ARN=None,
-    ) as ring:
+    with local_key_ring(monkeypatch, database_url=db, home=str(tmp_path), key=KEY) as ring:
         yield ring
 
 

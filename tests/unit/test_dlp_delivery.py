@@ -68,19 +68,25 @@ def test_redacted_content_carries_the_hash_and_tokens_of_what_is_delivered() -> 
     assert delivered.tokens < 99
 
 
-def test_a_short_text_is_scanned_once_per_process_and_set_of_patterns(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    scanned: list[str] = []
+@pytest.fixture
+def scanned(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts the redactor scans from now on, with the delivery caches emptied first."""
+    texts: list[str] = []
     real = redaction.Redactor.redact
 
     def counting(self, text: str):
-        scanned.append(text)
+        texts.append(text)
         return real(self, text)
 
     monkeypatch.setattr(redaction.Redactor, "redact", counting)
     delivery._short_redacted.cache_clear()
     delivery._long_redacted.cache_clear()
+    return texts
+
+
+def test_a_short_text_is_scanned_once_per_process_and_set_of_patterns(
+    scanned: list[str],
+) -> None:
 
     for _ in range(3):
         for policy in (DlpPolicy(), IDS_TOO):
@@ -93,18 +99,8 @@ def test_a_short_text_is_scanned_once_per_process_and_set_of_patterns(
 
 
 def test_a_long_text_is_scanned_once_per_process_and_set_of_patterns(
-    monkeypatch: pytest.MonkeyPatch,
+    scanned: list[str],
 ) -> None:
-    scanned: list[str] = []
-    real = redaction.Redactor.redact
-
-    def counting(self, text: str):
-        scanned.append(text)
-        return real(self, text)
-
-    monkeypatch.setattr(redaction.Redactor, "redact", counting)
-    delivery._short_redacted.cache_clear()
-    delivery._long_redacted.cache_clear()
     content = "password=Tr0ub4dorXyzzy77 " + "x " * delivery.SHORT_TEXT
 
     for _ in range(3):

@@ -141,5 +141,9 @@ def runtime(database_url: str, sqs_endpoint: str, local_keys: LocalKeys) -> Iter
     environment, so a second runtime with other keys would confuse the first one's authorizer.
     """
     env = runtime_env(database_url, local_keys)
-    with LocalRuntime(TEMPLATE, port=0, env=env, sqs_endpoint=sqs_endpoint) as running:
+    # The minutely chain sweep would checkpoint chains between a test's steps: schedules fire
+    # on demand here (runtime.fire), as the schedule tests do.
+    with LocalRuntime(
+        TEMPLATE, port=0, env=env, sqs_endpoint=sqs_endpoint, timed_schedules=False
+    ) as running:
         yield running

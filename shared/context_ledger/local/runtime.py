@@ -65,8 +65,12 @@ class LocalRuntime:
         port: int = 3000,
         env: Mapping[str, str],
         sqs_endpoint: str | None = None,
+        timed_schedules: bool = True,
     ) -> None:
+        """``timed_schedules=False``: schedules fire only on demand (:meth:`fire`), so a test
+        session's answers do not depend on when a minutely schedule happened to run."""
         self.template = read_template(Path(template_path))
+        self._timed_schedules = timed_schedules
         self._port = port
         self._env = dict(env)
         self._sqs_endpoint = sqs_endpoint
@@ -213,7 +217,8 @@ class LocalRuntime:
                 )
                 self._pollers.append(poller)
                 poller.start()
-        self._scheduler.start()
+        if self._timed_schedules:
+            self._scheduler.start()
         for route, function_id in sorted(
             ((r, f.logical_id) for f in template.functions.values() for r in f.routes),
             key=lambda item: item[0].path,

@@ -49,7 +49,7 @@ the organisation's wiki holds 70% of the chunks, the team's docs 20%, the projec
 user granted search on the organisation, so every level is searched. The first size's rows are
 bulk-loaded (binary ``COPY`` into a staging table, ``to_tsvector('english', ...)`` on insert);
 each larger size appends to the same index versions; after each load ``VACUUM ANALYZE`` and the
-HNSW index (``search.vectors.ensure_vector_index``, built with a larger ``maintenance_work_mem``
+HNSW indexes (``search.vectors.ensure_vector_index``, built with a larger ``maintenance_work_mem``
 for the session) are done before measuring. The embedded server's buffer cache holds the 100k
 chunks and their indexes (``local/postgres.py``); with a ``DATABASE_URL`` the server's own
 ``shared_buffers`` decides. Queries: SciFact claims.
@@ -339,12 +339,14 @@ def prepare_indexes(url: str, dims: int) -> None:
 
 
 def drop_vector_index(url: str, dims: int) -> None:
-    """Appending to an HNSW-indexed table is slow; the index is rebuilt after the load."""
+    """Appending to an HNSW-indexed table is slow; the indexes are rebuilt after the load."""
     from context_ledger.search.vectors import index_name
+    from context_ledger.spaces.levels import Level
 
     with psycopg.connect(url, autocommit=True) as conn:
-        statement = sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(index_name(dims)))
-        conn.execute(statement)
+        for level in Level:
+            name = sql.Identifier(index_name(dims, level))
+            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(name))
 
 
 # --- services the handler talks to --------------------------------------------------------------
@@ -546,7 +548,8 @@ class BareSearch:
                 query,
                 source_ids=list(part),
                 terms=terms.terms(searched, matched_in=list(part)),
-                versions={id: versions[id] for id in part if id in versions},
+                versions={id: versions[id].version for id in part if id in versions},
+                levels={id: versions[id].level for id in part if id in versions},
             )
             for part in self.parts
         ]

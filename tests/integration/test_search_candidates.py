@@ -26,6 +26,7 @@ from context_ledger.search.vectors import index_name
 from context_ledger.settings import DEFAULT_HNSW_EF_SEARCH, SearchBackend
 from context_ledger.sources import service
 from context_ledger.sources.model import Document, SourceKind
+from context_ledger.spaces.levels import Level
 from context_ledger.spaces.service import Organisation, create_organisation
 
 DIMS = 64
@@ -474,7 +475,8 @@ def test_the_pgvector_backend_builds_its_index_once_per_dimension(
 
     assert calls == [DIMS]
     with connection() as conn:
-        row = conn.execute(
-            "SELECT 1 FROM pg_indexes WHERE indexname = %s", (index_name(DIMS),)
-        ).fetchone()
-    assert row is not None
+        built = conn.execute(
+            "SELECT count(*) FROM pg_indexes WHERE indexname = ANY(%s)",
+            ([index_name(DIMS, level) for level in Level],),
+        ).fetchone()["count"]
+    assert built == len(Level)

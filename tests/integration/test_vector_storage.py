@@ -23,6 +23,7 @@ from context_ledger.search.vectors import (
     store_embeddings,
     vector_search_sql,
 )
+from context_ledger.spaces.levels import Level
 
 # One organisation, space, source and index version, then ``count`` chunks without embeddings.
 _SEED_CHUNKS = """
@@ -139,15 +140,17 @@ def test_an_embedding_pgvector_would_refuse_is_refused_by_both_backends(
 
 
 @pytest.fixture
-def hnsw_64(conn: psycopg.Connection) -> Iterator[str]:
-    """The HNSW index for 64 dimensions, dropped afterwards (the session database is shared)."""
-    name = ensure_vector_index(conn, 64)
-    yield name
-    conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
+def hnsw_64(conn: psycopg.Connection) -> Iterator[list[str]]:
+    """The HNSW indexes for 64 dimensions, one per level, dropped afterwards (the session
+    database is shared)."""
+    names = ensure_vector_index(conn, 64)
+    yield names
+    for name in names:
+        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
 
 
-def test_the_hnsw_index_serves_the_query_and_finds_the_exact_top_10(
-    conn: psycopg.Connection, hnsw_64: str
+def test_the_level_hnsw_index_serves_the_query_and_finds_the_exact_top_10(
+    conn: psycopg.Connection, hnsw_64: list[str]
 ) -> None:
     ids = _seed_chunks(conn, 400)
     vectors = _random_vectors(400, 64, seed=2)
@@ -156,7 +159,7 @@ def test_the_hnsw_index_serves_the_query_and_finds_the_exact_top_10(
     store_embeddings(conn, list(zip(ids[2:], vectors[2:], strict=True)), "m-64")
     conn.execute("ANALYZE chunks")
     query = _random_vectors(1, 64, seed=3)[0]
-    search = vector_search_sql(64)
+    search = vector_search_sql(64, Level.ORGANISATION)
     nearest = sql.SQL(
         "SELECT id FROM chunks WHERE {predicate} ORDER BY {distance} LIMIT 10"
     ).format(predicate=search.predicate, distance=search.distance)
@@ -174,24 +177,31 @@ def test_the_hnsw_index_serves_the_query_and_finds_the_exact_top_10(
         )
         approximate = [row[0] for row in conn.execute(nearest, {"query_vector": query})]
 
-    assert f"Index Scan using {hnsw_64}" in plan
+    assert "Index Scan using chunks_embedding_hnsw_half_64_organisation " in plan
     assert approximate == [row[0] for row in conn.execute(exact, (query,))]
 
 
-def test_ensuring_the_index_twice_creates_one_index(conn: psycopg.Connection, hnsw_64: str) -> None:
+def test_ensuring_the_indexes_twice_creates_one_index_per_level(
+    conn: psycopg.Connection, hnsw_64: list[str]
+) -> None:
     assert ensure_vector_index(conn, 64) == hnsw_64
 
-    definitions = conn.execute(
-        "SELECT indexdef FROM pg_indexes WHERE tablename = 'chunks' AND indexname = %s",
-        (hnsw_64,),
-    ).fetchall()
-    assert len(definitions) == 1
-    assert "USING hnsw (((embedding_vector)::halfvec(64)) halfvec_cosine_ops)" in definitions[0][0]
-    assert "WHERE (embedding_dims = 64)" in definitions[0][0]
+    definitions = dict(
+        conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes"
+            " WHERE tablename = 'chunks' AND indexname = ANY(%s)",
+            (hnsw_64,),
+        ).fetchall()
+    )
+    assert sorted(definitions) == sorted(f"chunks_embedding_hnsw_half_64_{lv}" for lv in Level)
+    for level in Level:
+        definition = definitions[f"chunks_embedding_hnsw_half_64_{level}"]
+        assert "USING hnsw (((embedding_vector)::halfvec(64)) halfvec_cosine_ops)" in definition
+        assert f"WHERE ((embedding_dims = 64) AND (space_level = '{level}'::text))" in definition
 
 
 def test_migration_0011_drops_full_precision_indexes_and_keeps_half_precision_ones(
-    conn: psycopg.Connection, hnsw_64: str
+    conn: psycopg.Connection, hnsw_64: list[str]
 ) -> None:
     conn.execute(
         "CREATE INDEX chunks_embedding_hnsw_32 ON chunks"
@@ -205,7 +215,7 @@ def test_migration_0011_drops_full_precision_indexes_and_keeps_half_precision_on
         r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'chunks'")
     }
     assert "chunks_embedding_hnsw_32" not in names, "rebuilt in half precision by the next search"
-    assert hnsw_64 in names
+    assert set(hnsw_64) <= names
 
 
 @pytest.mark.parametrize("dimensions", [0, 4001])

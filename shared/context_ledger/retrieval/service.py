@@ -179,8 +179,9 @@ def _search(
             CANDIDATES,
             terms=counts.terms(searched, matched_in=part),
             versions={id: versions[id] for id in part} if hnsw and not text_only else {},
+            levels=dict.fromkeys(part, level) if hnsw and not text_only else {},
         )
-        for (_, text_only), part in _parts(sources, levels, policy).items()
+        for (level, text_only), part in _parts(sources, levels, policy).items()
     ]
     with deps.side_connection() if query.vector is not None else nullcontext() as side:
         candidates = search_candidates(

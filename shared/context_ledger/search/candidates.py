@@ -174,7 +174,7 @@ def search_candidates(
 
 def pending_terms(conn: Connection, search: SearchQuery, *, versions: bool) -> Pending[SearchQuery]:
     """``search`` with its terms and, for the HNSW statement (``versions``), the searched
-    sources' current versions: the statements are sent now, and in a pipeline they travel
+    sources' current versions and levels: the statements are sent now, and in a pipeline they travel
     together; read after its block, they cost one round trip (db/pending.py)."""
     counts = pending_text_terms(conn, search)
     if not versions:
@@ -182,9 +182,17 @@ def pending_terms(conn: Connection, search: SearchQuery, *, versions: bool) -> P
     current = pending_current_versions(
         conn, org_id=search.org_id, source_ids=list(search.source_ids)
     )
-    return Pending(
-        lambda: replace(search, terms=counts.result().terms(), versions=current.result())
-    )
+
+    def read() -> SearchQuery:
+        sources = current.result()
+        return replace(
+            search,
+            terms=counts.result().terms(),
+            versions={id: source.version for id, source in sources.items()},
+            levels={id: source.level for id, source in sources.items()},
+        )
+
+    return Pending(read)
 
 
 def with_terms(conn: Connection, search: SearchQuery, *, versions: bool) -> SearchQuery:

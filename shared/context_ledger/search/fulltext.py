@@ -46,6 +46,7 @@ from context_ledger.db.pending import Pending, send
 from context_ledger.search.bm25 import K1, B, TermStats, query_terms
 from context_ledger.sources.chunking.identifiers import search_text
 from context_ledger.sources.searchable import SEARCHABLE_CHUNKS
+from context_ledger.spaces.levels import Level
 
 # Per searched source: the query's lexemes its version holds, with their document frequencies,
 # quoted as tsquery operands by PostgreSQL; and one row without a lexeme holding the version's
@@ -209,8 +210,9 @@ class SearchQuery:
 
     The text is searched as code would be indexed (identifiers split), whatever the sources.
     ``terms`` come from :func:`text_terms` (without them no chunk has a text rank);
-    ``versions``, the current index version of each searched source, as read in the same step
-    (``sources.searchable.pending_current_versions``; only the HNSW statement needs them).
+    ``versions`` and ``levels``, the current index version and the space level of each searched
+    source, as read in the same step (``sources.searchable.pending_current_versions``; only the
+    HNSW statement needs them: it searches each level's index with the versions as filters).
     """
 
     org_id: uuid.UUID
@@ -220,6 +222,7 @@ class SearchQuery:
     limit: int
     terms: TextTerms = field(default_factory=TextTerms)
     versions: Mapping[uuid.UUID, int] = field(default_factory=dict)
+    levels: Mapping[uuid.UUID, Level] = field(default_factory=dict)
 
     def params(self) -> dict[str, Any]:
         """The parameters every search statement binds."""
@@ -232,18 +235,32 @@ class SearchQuery:
             **self.terms.params(hybrid=self.vector is not None),
             **{
                 name: value
-                for n, (version, sources) in enumerate(self.version_groups(), start=1)
-                for name, value in ((f"version_{n}", version), (f"version_sources_{n}", sources))
+                for n, group in enumerate(self.version_groups(), start=1)
+                for name, value in (
+                    (f"version_{n}", group.version),
+                    (f"version_sources_{n}", group.sources),
+                )
             },
         }
 
-    def version_groups(self) -> list[tuple[int, list[uuid.UUID]]]:
-        """The searched sources by current version (bound as ``version_<n>`` and
-        ``version_sources_<n>``, n from 1), in version order."""
-        groups: dict[int, list[uuid.UUID]] = {}
+    def version_groups(self) -> list[VersionGroup]:
+        """The searched sources by level and current version (bound as ``version_<n>`` and
+        ``version_sources_<n>``, n from 1 in this order), in level and version order."""
+        groups: dict[tuple[Level, int], list[uuid.UUID]] = {}
         for source, version in self.versions.items():
-            groups.setdefault(version, []).append(source)
-        return sorted(groups.items())
+            groups.setdefault((self.levels[source], version), []).append(source)
+        return [
+            VersionGroup(level, version, sources)
+            for (level, version), sources in sorted(groups.items())
+        ]
+
+
+class VersionGroup(NamedTuple):
+    """Searched sources of one level at one index version."""
+
+    level: Level
+    version: int
+    sources: list[uuid.UUID]
 
 
 class Hit(NamedTuple):

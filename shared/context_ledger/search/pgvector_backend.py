@@ -21,7 +21,7 @@ ends at their one Sync. No BEGIN, COMMIT or savepoint: those cost a round trip o
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import psycopg
@@ -35,6 +35,7 @@ from context_ledger.search.vectors import (
     ensure_vector_index,
     vector_search_sql,
 )
+from context_ledger.spaces.levels import Level
 
 _SETTINGS = sql.SQL(
     "SELECT set_config('hnsw.ef_search', {ef_search}, true),"
@@ -60,6 +61,10 @@ LIMIT %(limit)s
 """
 )
 
+_NEAREST_OF_LEVELS = sql.SQL(
+    "SELECT * FROM ({}) AS nearest ORDER BY similarity DESC NULLS LAST LIMIT %(limit)s"
+)
+
 # Each hit's raw text rank, from the tsvector the scan already read: no second lookup of its row
 # (search/fulltext.py's with_text_rank joins `chunks` again, which the exact search needs).
 _WITH_RANK = sql.SQL(
@@ -69,9 +74,9 @@ _WITH_RANK = sql.SQL(
 _HIT_RANK = rank_of(sql.SQL("hit.tsv"))
 
 
-def _current_versions(groups: int) -> sql.Composed:
-    """``c`` belongs to one of the searched sources at that source's current version, for
-    sources in ``groups`` groups of one version each (``SearchQuery.version_groups``).
+def _current_versions(groups: Sequence[int]) -> sql.Composed:
+    """``c`` belongs to one of the searched sources at that source's current version, for the
+    sources of the given groups of one version each (numbered as ``SearchQuery.version_groups``).
 
     Once the parameters are bound, each group is a constant version and a constant list of
     sources, which the planner estimates; and the sources of a group are looked up in a hashed
@@ -84,8 +89,33 @@ def _current_versions(groups: int) -> sql.Composed:
                 version=sql.Placeholder(f"version_{n}"),
                 sources=sql.Placeholder(f"version_sources_{n}"),
             )
-            for n in range(1, groups + 1)
+            for n in groups
         )
+    )
+
+
+def _nearest(query: SearchQuery, dimensions: int) -> sql.Composed:
+    """The statement of the ``query.limit`` nearest searchable chunks: one index scan per level
+    of the searched sources, each in its own level's graph, and over several levels the nearest
+    of their hits (the nearest of each level include the nearest of all)."""
+    numbered: dict[Level, list[int]] = {}
+    for n, group in enumerate(query.version_groups(), start=1):
+        numbered.setdefault(group.level, []).append(n)
+    scans = []
+    for level, groups in numbered.items():
+        search = vector_search_sql(dimensions, level, table="c")
+        scans.append(
+            _SEARCH.format(
+                distance=search.distance,
+                predicate=search.predicate,
+                similarity=search.similarity,
+                current_versions=_current_versions(groups),
+            )
+        )
+    if len(scans) == 1:
+        return scans[0]
+    return _NEAREST_OF_LEVELS.format(
+        sql.SQL(" UNION ALL ").join(sql.SQL("({})").format(scan) for scan in scans)
     )
 
 
@@ -114,13 +144,7 @@ def pending_hnsw_search(
     _ensure_index(conn, dimensions)
     if not query.versions:
         return Pending(list)  # no searched source has a published version
-    search = vector_search_sql(dimensions, table="c")
-    hits = _SEARCH.format(
-        distance=search.distance,
-        predicate=search.predicate,
-        similarity=search.similarity,
-        current_versions=_current_versions(len(query.version_groups())),
-    )
+    hits = _nearest(query, dimensions)
     conn.execute(_SETTINGS.format(ef_search=sql.Literal(str(ef_search))))
     return pending_search(conn, _WITH_RANK.format(rank=_HIT_RANK, hits=hits), query)
 

@@ -12,10 +12,12 @@ rows: ``retrieval/chain.py``), and the answer reads only the rows of those versi
 from __future__ import annotations
 
 import uuid
+from typing import NamedTuple
 
 import psycopg
 
 from context_ledger.db.pending import Pending, send
+from context_ledger.spaces.levels import Level
 
 #: ``FROM`` clause of searchable chunks; bind ``org_id`` and ``source_ids``.
 SEARCHABLE_CHUNKS = """
@@ -25,8 +27,8 @@ WHERE s.org_id = %(org_id)s AND s.id = ANY(%(source_ids)s)
 """
 
 _CURRENT_VERSIONS = """
-SELECT id, index_version FROM sources
-WHERE org_id = %(org_id)s AND id = ANY(%(source_ids)s) AND index_version > 0
+SELECT s.id, s.index_version, sp.level FROM sources s JOIN spaces sp ON sp.id = s.space_id
+WHERE s.org_id = %(org_id)s AND s.id = ANY(%(source_ids)s) AND s.index_version > 0
 """
 
 _CURRENT_CHUNKS = f"""
@@ -45,13 +47,23 @@ def current_chunks(
 
 def pending_current_versions(
     conn: psycopg.Connection, *, org_id: uuid.UUID, source_ids: list[uuid.UUID]
-) -> Pending[dict[uuid.UUID, int]]:
-    """The current (published) index version of each of the sources that has one, sent now and
-    read later (db/pending.py)."""
+) -> Pending[dict[uuid.UUID, CurrentVersion]]:
+    """The current (published) index version and space level of each of the sources that has
+    one, sent now and read later (db/pending.py)."""
     params = {"org_id": org_id, "source_ids": source_ids}
     return send(
         conn,
         _CURRENT_VERSIONS,
         params,
-        lambda cursor: {row["id"]: row["index_version"] for row in cursor.fetchall()},
+        lambda cursor: {
+            row["id"]: CurrentVersion(row["index_version"], Level(row["level"]))
+            for row in cursor.fetchall()
+        },
     )
+
+
+class CurrentVersion(NamedTuple):
+    """A source's published index version, and the level of its space."""
+
+    version: int
+    level: Level

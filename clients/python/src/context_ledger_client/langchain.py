@@ -27,6 +27,7 @@ except ImportError as exc:  # the optional extra is not installed
     ) from exc
 from pydantic import SecretStr
 
+from context_ledger_client._metadata import chunk_metadata
 from context_ledger_client.client import DEFAULT_CLIENT, AsyncContextLedger, ContextLedger
 from context_ledger_client.models import RetrieveResult
 
@@ -78,29 +79,6 @@ class ContextLedgerRetriever(BaseRetriever):
 def documents_of(result: RetrieveResult) -> list[Document]:
     """One document per delivered chunk, in the answer's order."""
     return [
-        Document(
-            id=chunk.id,
-            page_content=chunk.content,
-            metadata={
-                "path": chunk.path,
-                "lines": chunk.lines,
-                "start_line": chunk.start_line,
-                "end_line": chunk.end_line,
-                "symbol": chunk.symbol,
-                "title": chunk.title,
-                "language": chunk.language,
-                "level": chunk.level,
-                "kind": chunk.kind,
-                "score": chunk.score,
-                "tokens": chunk.tokens,
-                "chunk_id": chunk.id,
-                "source_id": chunk.source_id,
-                "space_id": chunk.space_id,
-                "related_to": chunk.related_to,
-                "related_relation": chunk.related_relation,
-                "attribution_id": result.attribution_id,
-                "request_id": result.request_id,
-            },
-        )
+        Document(id=chunk.id, page_content=chunk.content, metadata=chunk_metadata(result, chunk))
         for chunk in result.chunks
     ]

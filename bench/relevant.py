@@ -125,8 +125,7 @@ def create_fixture(first_text: str) -> Fixture:
             conn,
             caller,
             PROJECT,
-            fields=fields,
-            agent_key="bench",
+            item=service.NewMemory(fields=fields, agent_key="bench"),
             deps=asyncio.run(dependencies()),
         )
         project = find_project(conn, caller, PROJECT, Permission.SEARCH)

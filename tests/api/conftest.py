@@ -12,6 +12,7 @@ import pytest
 from context_ledger.auth.local_keys import LocalKeys, issue_token
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
 from context_ledger.db import connection
+from context_ledger.dlp import delivery, redaction
 from context_ledger.local.runtime import LocalRuntime
 from context_ledger.settings import get_settings
 from context_ledger.spaces.service import Organisation, create_organisation
@@ -62,3 +63,23 @@ def other_org(api: httpx.Client) -> Organisation:
 @pytest.fixture
 def admin_headers(org: Organisation, token: TokenFactory) -> dict[str, str]:
     return {"Authorization": f"Bearer {token(org, 'root', SCOPE_CONTEXT_ADMIN)}"}
+
+
+@pytest.fixture
+def break_scans_of(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
+    """``break_scans_of(marker)``: from then on every scan of a text holding ``marker`` fails
+    (the local runtime serves the functions in this process; texts redacted before are
+    forgotten, or their cached redaction would answer without a scan)."""
+    real = redaction.Redactor.redact
+
+    def arm(marker: str) -> None:
+        def redact(self, text: str):
+            if marker in text:
+                raise redaction.ScanError("detector crashed")
+            return real(self, text)
+
+        monkeypatch.setattr(redaction.Redactor, "redact", redact)
+        delivery._short_redacted.cache_clear()
+        delivery._long_redacted.cache_clear()
+
+    return arm

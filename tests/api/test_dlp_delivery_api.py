@@ -12,13 +12,9 @@ value of that kind would.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import httpx
 import pytest
 from api_support import bearer, error_of
-
-from context_ledger.dlp import delivery, redaction
 
 POLICY = "/api/v1/context/dlp/policy"
 RETRIEVE = "/api/v1/context/retrieve"
@@ -164,6 +160,7 @@ def test_every_memory_route_serves_the_memory_redacted_as_retrieve_does(planted)
         planted.memory,
         changed,
         api.get(f"{MEMORIES}/{PROJECT_KEY}", headers=admin),
+        api.get(f"{MEMORIES}/{PROJECT_KEY}/{memory_id}", headers=admin),
         api.get(f"{MEMORIES}/{PROJECT_KEY}/relevant", headers=admin, params={"query": "vault"}),
         api.get(f"{MEMORIES}/{PROJECT_KEY}/{memory_id}/revisions", headers=admin),
         api.post(f"{MEMORIES}/{PROJECT_KEY}/{memory_id}/access", headers=admin),
@@ -179,7 +176,8 @@ def test_every_memory_route_serves_the_memory_redacted_as_retrieve_does(planted)
         "owner": "[REDACTED:email]",
         "note": "password=[REDACTED:password]",
     }
-    revisions = answers[4].json()["revisions"]
+    assert answers[3].json() == listed
+    revisions = answers[5].json()["revisions"]
     assert [r["content"].count("[REDACTED:") for r in revisions] == [2, 2]
 
 
@@ -250,26 +248,6 @@ def test_a_searcher_gets_the_same_redacted_answers(planted, org, token) -> None:
 
     assert_no_secret(response)
     assert len(response.json()["chunks"]) == 1
-
-
-@pytest.fixture
-def break_scans_of(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
-    """``break_scans_of(marker)``: from then on every scan of a text holding ``marker`` fails
-    (the local runtime serves the functions in this process; texts redacted before are
-    forgotten, or their cached redaction would answer without a scan)."""
-    real = redaction.Redactor.redact
-
-    def arm(marker: str) -> None:
-        def redact(self, text: str):
-            if marker in text:
-                raise redaction.ScanError("detector crashed")
-            return real(self, text)
-
-        monkeypatch.setattr(redaction.Redactor, "redact", redact)
-        delivery._short_redacted.cache_clear()
-        delivery._long_redacted.cache_clear()
-
-    return arm
 
 
 def test_a_scan_failure_while_indexing_indexes_nothing(planted, break_scans_of) -> None:

@@ -10,6 +10,18 @@ import time
 import httpx
 import pytest
 from api_support import attribution_row, bearer, error_of
+from memory_support import (
+    BASE,
+    LATENCY,
+    POSTGRES,
+    PROJECT,
+    QUERY,
+    STORED_FIELDS,
+    grant,
+    project_space_id,
+    require_review,
+    write,
+)
 
 from context_ledger.auth.api_keys import create_api_key
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
@@ -17,33 +29,6 @@ from context_ledger.db import connection
 from context_ledger.embeddings.hashing import HashingEmbeddingProvider
 from context_ledger.embeddings.similarity import cosine
 from context_ledger.settings import get_settings
-
-BASE = "/api/context"
-PROJECT = "billing-service"
-POSTGRES = "We use Postgres, not MongoDB, because the ranking query needs joins."
-LATENCY = "The retrieval endpoint must answer in under 200 ms at p95."
-QUERY = "which database did we pick"
-STORED_FIELDS = [
-    "id",
-    "org_id",
-    "project_id",
-    "agent_key",
-    "type",
-    "content",
-    "confidence",
-    "importance",
-    "access_count",
-    "last_accessed_at",
-    "created_at",
-    "updated_at",
-    "metadata",
-]
-
-
-def write(api: httpx.Client, headers: dict, project: str = PROJECT, **body) -> dict:
-    response = api.post(f"{BASE}/{project}", headers=headers, json=body)
-    assert response.status_code == 201, response.text
-    return response.json()
 
 
 def spec_memories(api: httpx.Client, headers: dict) -> tuple[dict, dict]:
@@ -59,20 +44,6 @@ def spec_memories(api: httpx.Client, headers: dict) -> tuple[dict, dict]:
     )
     second = write(api, headers, content=LATENCY, type="constraint", importance=0.8)
     return first, second
-
-
-def project_space_id(api: httpx.Client, admin: dict, key: str = PROJECT) -> str:
-    spaces = api.get("/api/v1/context/spaces", headers=admin).json()["spaces"]
-    return next(s["id"] for s in spaces if s["key"] == key)
-
-
-def grant(api: httpx.Client, admin: dict, space_id: str, user: str, *permissions: str) -> None:
-    response = api.put(
-        f"/api/v1/context/spaces/{space_id}/grants",
-        headers=admin,
-        json={"subject": f"user:{user}", "permissions": list(permissions)},
-    )
-    assert response.status_code == 204, response.text
 
 
 # --- write -----------------------------------------------------------------------------------
@@ -676,11 +647,6 @@ def test_a_deleted_memory_source_is_replaced_on_the_next_write(api, admin_header
 
 
 # --- review ------------------------------------------------------------------------------------
-
-
-def require_review(api: httpx.Client, headers: dict, required: bool = True) -> None:
-    response = api.put(f"{BASE}/{PROJECT}/review", headers=headers, json={"required": required})
-    assert response.json() == {"project_id": PROJECT, "review_required": required}
 
 
 def test_with_review_a_searchers_proposal_waits_for_an_admin(

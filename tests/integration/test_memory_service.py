@@ -63,15 +63,17 @@ def deps(
     )
 
 
+FIELDS = {"type": "fact", "confidence": 1.0, "importance": 0.5, "metadata": {}}
+
+
 def write(admin: Principal, content: str, d: service.Dependencies, **fields) -> str:
-    values = {"type": "fact", "confidence": 1.0, "importance": 0.5, "metadata": {}} | fields
+    values = FIELDS | fields
     with connection() as conn:
         return service.create_memory(
             conn,
             admin,
             "billing-service",
-            fields={**values, "content": content},
-            agent_key=None,
+            item=service.NewMemory(fields={**values, "content": content}),
             deps=d,
         ).memory_id
 
@@ -214,3 +216,42 @@ def test_a_warm_vector_cache_serves_a_changed_memorys_new_vector(admin) -> None:
 
     assert before == {memory_id: pytest.approx(0.1348), **dict.fromkeys(others, 0.0)}
     assert after == {memory_id: pytest.approx(1.0), **dict.fromkeys(others, 0.0)}
+
+
+def test_a_batch_embeds_its_memories_in_one_call_and_each_becomes_a_chunk(admin) -> None:
+    embedder = TableEmbedder(SPEC_VECTORS)
+    d = deps(embedder)
+    items = [
+        service.NewMemory(fields={**FIELDS, "content": content}) for content in (POSTGRES, LATENCY)
+    ]
+
+    with connection() as conn:
+        written = service.create_memories(conn, admin, "billing-service", items=items, deps=d)
+        project = find_project(conn, admin, "billing-service", Permission.SEARCH)
+        chunks = current_chunks(conn, org_id=admin.org_id, source_ids=[project.source_id])
+        tokens = count_tokens(POSTGRES) + count_tokens(LATENCY)
+        assert counts(conn, project.source_id) == (2, 2, tokens)
+
+    assert embedder.calls == [[POSTGRES, LATENCY]]
+    assert sorted(c["path"] for c in chunks) == sorted(f"memories/{i}" for i in written.ids)
+    assert [m.similarity for m in relevant(admin, QUERY, d).memories] == pytest.approx(
+        [0.1348, 0.0]
+    )
+
+
+def test_a_duplicate_is_not_embedded_again(admin) -> None:
+    embedder = TableEmbedder(SPEC_VECTORS)
+    d = deps(embedder)
+    first = write(admin, POSTGRES, d)
+
+    with connection() as conn:
+        again = service.create_memory(
+            conn,
+            admin,
+            "billing-service",
+            item=service.NewMemory(fields={**FIELDS, "content": POSTGRES.upper()}, dedupe=True),
+            deps=d,
+        )
+
+    assert (again.memory_id, again.duplicate, again.revision) == (first, True, None)
+    assert embedder.calls == [[POSTGRES]]

@@ -36,6 +36,12 @@ from context_ledger.settings import Settings, get_settings
 
 router = APIRouter(prefix="/api/context", tags=["memory"])
 
+#: Memories per batch write (``POST /api/context/{project_id}/batch``).
+MAX_BATCH = 100
+#: A full batch: 100 x (32,000 characters + 16 KB of metadata) is about 4.8 MB of ASCII JSON.
+#: 6 MB is Lambda's synchronous payload limit, which the other bulk routes take too.
+MAX_BODY_BYTES = 6_000_000
+
 #: The list endpoint's page size: default, and the cap larger values are lowered to.
 LIST_DEFAULT_LIMIT = 50
 LIST_MAX_LIMIT = 200
@@ -101,6 +107,19 @@ class CreateMemory(MemoryRequest):
     confidence: Unit = DEFAULT_CONFIDENCE
     importance: Unit = DEFAULT_IMPORTANCE
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: opt-in: a live memory of the same type with the same normalised content answers instead
+    dedupe: Annotated[bool, Field(strict=True)] = False
+
+    def item(self) -> service.NewMemory:
+        fields = self.model_dump(include=set(service.REVISION_FIELDS), mode="json")
+        return service.NewMemory(fields=fields, agent_key=self.agent_key, dedupe=self.dedupe)
+
+
+class CreateMemories(MemoryRequest):
+    """A batch: each item is a single write's body, validated as one (a bad item is named by its
+    position, ``memories.3.content: ...``)."""
+
+    memories: Annotated[list[CreateMemory], Field(min_length=1, max_length=MAX_BATCH)]
 
 
 class ReviewSetting(MemoryRequest):
@@ -129,8 +148,12 @@ class PatchMemory(MemoryRequest):
         return self.model_dump(include=self.model_fields_set, mode="json")
 
 
-def _written(written: service.Written, project_id: str, *, created: bool) -> JSONResponse:
-    """The memory as served (201 new, 200 changed), or 202 with the revision awaiting review."""
+def _written(
+    written: service.Written, project_id: str, *, created: bool, dedupe: bool = False
+) -> JSONResponse:
+    """The memory as served (201 new, 200 changed or a duplicate), or 202 with the revision
+    awaiting review. A write that asked for ``dedupe`` is told ``duplicate`` either way."""
+    told = {"duplicate": written.duplicate} if dedupe else {}
     if written.memory is None:
         pending = {
             "id": written.memory_id,
@@ -138,20 +161,43 @@ def _written(written: service.Written, project_id: str, *, created: bool) -> JSO
             "revision": written.revision,
             "state": "pending",
         }
-        return JSONResponse(pending, status_code=202)
-    return JSONResponse(written.memory.to_wire(), status_code=201 if created else 200)
+        return JSONResponse(pending | told, status_code=202)
+    status = 201 if created and not written.duplicate else 200
+    return JSONResponse(written.memory.to_wire() | told, status_code=status)
 
 
 @router.post("/{project_id}", status_code=201)
 async def create_memory(
     project_id: str, body: CreateMemory, caller: Caller, deps: Deps
 ) -> JSONResponse:
-    fields = body.model_dump(include=set(service.REVISION_FIELDS), mode="json")
     with connection() as conn:
-        written = service.create_memory(
-            conn, caller, project_id, fields=fields, agent_key=body.agent_key, deps=deps
-        )
-    return _written(written, project_id, created=True)
+        written = service.create_memory(conn, caller, project_id, item=body.item(), deps=deps)
+    return _written(written, project_id, created=True, dedupe=body.dedupe)
+
+
+@router.post("/{project_id}/batch", status_code=201)
+async def create_memories(
+    project_id: str, body: CreateMemories, caller: Caller, deps: Deps
+) -> JSONResponse:
+    """All the memories or none, in one transaction; ``ids`` in the items' order. The status is
+    what a single write of the same items would answer: 202 when any waits for review, else 201
+    when any was created, else (every item a duplicate) 200."""
+    items = [memory.item() for memory in body.memories]
+    with connection() as conn:
+        written = service.create_memories(conn, caller, project_id, items=items, deps=deps)
+    if written.pending:
+        status = 202
+    elif len(written.duplicates) < len(written.ids):
+        status = 201
+    else:
+        status = 200
+    answer = {
+        "project_id": project_id,
+        "ids": written.ids,
+        "duplicates": written.duplicates,
+        "pending": written.pending,
+    }
+    return JSONResponse(answer, status_code=status)
 
 
 @router.put("/{project_id}/review")
@@ -214,6 +260,15 @@ async def relevant_memories(
     if answer.tokens_used is not None:
         body["tokens_used"] = answer.tokens_used
     return body
+
+
+# After /relevant: a route declared earlier wins, and "relevant" is no memory id.
+@router.get("/{project_id}/{memory_id}")
+async def get_memory(project_id: str, memory_id: str, caller: Caller) -> dict:
+    memory_id = service.parse_memory_id(memory_id)
+    with connection() as conn:
+        memory = service.get_memory(conn, caller, project_id, memory_id)
+    return memory.to_wire()
 
 
 @router.patch("/{project_id}/{memory_id}")

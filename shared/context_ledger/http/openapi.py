@@ -97,6 +97,7 @@ _EXTRA_ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("post", "/api/v1/models/chat/completions"): (503,),
     ("post", "/api/v1/models/embeddings"): (503,),
     ("post", "/api/context/{project_id}"): (503,),
+    ("post", "/api/context/{project_id}/batch"): (503,),
     ("patch", "/api/context/{project_id}/{memory_id}"): (503,),
     ("get", "/api/context/{project_id}/relevant"): (503,),
     ("post", "/api/context/{project_id}/{memory_id}/revisions/{revision}/accept"): (409, 503),

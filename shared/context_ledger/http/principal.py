@@ -49,4 +49,10 @@ async def current_principal(request: Request) -> Principal:
             parsed = None  # the route's body validation answers 400
         if isinstance(parsed, dict):
             _refuse_foreign_identity(principal, parsed)
+            # and in the items of a batch (``{"memories": [{...}, ...]}``): each is a body
+            for value in parsed.values():
+                if isinstance(value, list):
+                    for item in value:
+                        if isinstance(item, dict):
+                            _refuse_foreign_identity(principal, item)
     return principal

@@ -1,10 +1,11 @@
-"""Which embedder the memory API uses, and the one function through which texts reach it.
+"""Which embedder the memory API uses, and the two functions through which texts reach it.
 
 With an embeddings endpoint configured (``KEYSTONE_CONTEXT_EMBEDDINGS_URL``), memories and queries
 are embedded by it, like the context API's chunks. Without one, /relevant embeds in-process with
 :class:`HashingEmbeddingProvider` (128 dimensions): computed locally, it sends nothing anywhere,
 and it is what the spec's example justifications name. Either way the text goes through the DLP
-gate (:func:`embed_through_gate`), so redaction applies before anything is embedded.
+gate (:func:`embed_contents`, :func:`embed_query`), so redaction applies before anything is
+embedded.
 """
 
 from __future__ import annotations
@@ -69,7 +70,32 @@ def memory_embedder(settings: Settings) -> MemoryEmbedder:
     )
 
 
-def embed_through_gate(
+def embed_contents(
+    conn: psycopg.Connection,
+    *,
+    org_id: uuid.UUID,
+    embedder: MemoryEmbedder,
+    settings: Settings,
+    policy: DlpPolicy,
+    texts: Sequence[str],
+) -> list[np.ndarray | None]:
+    """The unit vectors of memory contents, in one call through the organisation's DLP gate
+    (with its ``policy``, which the caller holds): redacted as the gate redacts, and a scan
+    failure before any text is sent. All None when the gate sends nothing (the memories then
+    match no query). A batch write sends its memories together, as the endpoint's client
+    batches them."""
+    if not texts:
+        return []
+    gate = open_gate(
+        conn, org_id=org_id, client=embedder.embedder, settings=settings, policy=policy
+    )
+    vectors = gate.embed_source_texts(classification=MEMORY_CLASSIFICATION, texts=list(texts))
+    if vectors is None:
+        return [None] * len(texts)
+    return [unit(vector) for vector in vectors]
+
+
+def embed_query(
     conn: psycopg.Connection,
     *,
     org_id: uuid.UUID,
@@ -77,24 +103,18 @@ def embed_through_gate(
     settings: Settings,
     policy: DlpPolicy,
     text: str,
-    as_query: bool,
 ) -> np.ndarray | None:
-    """The unit vector of a memory's content or of a query, as the organisation's DLP gate
-    (with its ``policy``, which the caller holds) lets it be embedded; None when the gate sends
-    nothing (the memory then matches no query).
+    """The unit vector of a /relevant query as the DLP gate lets it be embedded; None when the
+    gate sends nothing.
 
-    A query's embedding gets ``KEYSTONE_CONTEXT_EMBEDDINGS_QUERY_TIMEOUT_SECONDS`` in all, retries
-    included: an endpoint that is down or slow fails /relevant with ``503 service_unavailable``
-    in that time. It does not degrade to scoring without similarity: the spec promises the same
-    result for the same store and query, and its answer has no field to say it is degraded.
+    It gets ``KEYSTONE_CONTEXT_EMBEDDINGS_QUERY_TIMEOUT_SECONDS`` in all, retries included: an
+    endpoint that is down or slow fails /relevant with ``503 service_unavailable`` in that time.
+    It does not degrade to scoring without similarity: the spec promises the same result for the
+    same store and query, and its answer has no field to say it is degraded.
     """
     # The gate takes any object with the client's ``embed``: the hashing provider has it.
     gate = open_gate(
         conn, org_id=org_id, client=embedder.embedder, settings=settings, policy=policy
     )
-    if as_query:
-        vector = gate.embed_query_text(text, within=settings.embeddings_query_timeout_seconds)
-    else:
-        vectors = gate.embed_source_texts(classification=MEMORY_CLASSIFICATION, texts=[text])
-        vector = vectors[0] if vectors else None
+    vector = gate.embed_query_text(text, within=settings.embeddings_query_timeout_seconds)
     return unit(vector) if vector is not None else None

@@ -1,4 +1,5 @@
-"""Use cases of the memory API: write, change, delete, access, list, revisions and /relevant.
+"""Use cases of the memory API: write (one, a batch, deduplicated on request), change, delete,
+access, read one, list, revisions and /relevant.
 
 Every change is a new revision; the entry's accepted revision is what the list, /relevant and the
 context API's retrieval (through the memory's chunk) serve. A revision is accepted at once, or, in
@@ -32,7 +33,8 @@ from context_ledger.memory.chunks import chunk_path, memory_chunk
 from context_ledger.memory.embedding import (
     MEMORY_CLASSIFICATION,
     MemoryEmbedder,
-    embed_through_gate,
+    embed_contents,
+    embed_query,
 )
 from context_ledger.memory.model import MEMORY_ID, PROJECT_KEY, Memory, Revision, new_memory_id
 from context_ledger.memory.projects import (
@@ -78,13 +80,35 @@ class RevisionConflictError(ConflictError):
 
 
 @dataclass(frozen=True)
+class NewMemory:
+    """One memory to create: its first revision's fields, its agent, and whether a live memory
+    it equals answers instead of a new one (``dedupe``)."""
+
+    fields: dict[str, Any]
+    agent_key: str | None = None
+    dedupe: bool = False
+
+
+@dataclass(frozen=True)
 class Written:
     """What a write did: the memory as now served, or (``memory`` None) a revision pending
-    review."""
+    review. A ``duplicate`` stored nothing: ``memory`` is the live memory it equals, and
+    ``revision`` None (no revision was added)."""
 
     memory_id: str
-    revision: int
+    revision: int | None
     memory: Memory | None
+    duplicate: bool = False
+
+
+@dataclass(frozen=True)
+class BatchWritten:
+    """What a batch write did: one id per item, in order, and the positions of the items that
+    were duplicates (the id is the live memory's) and of those pending review."""
+
+    ids: list[str]
+    duplicates: list[int]
+    pending: list[int]
 
 
 @dataclass(frozen=True)
@@ -162,18 +186,11 @@ def _serve(
     fields: dict[str, Any],
     agent_key: str | None,
     policy: DlpPolicy,
+    vector: np.ndarray | None,
     deps: Dependencies,
 ) -> None:
-    """Accept ``revision`` (with these ``fields``): embed it, serve it, make it the chunk."""
-    vector = embed_through_gate(
-        conn,
-        org_id=principal.org_id,
-        embedder=deps.embedder,
-        settings=deps.settings,
-        policy=policy,
-        text=fields["content"],
-        as_query=False,
-    )
+    """Accept ``revision`` (with these ``fields`` and the content's ``vector``, see
+    :func:`_embedded`): serve it, make it the chunk."""
     tokens = count_tokens(fields["content"])
     store.accept_revision(
         conn,
@@ -201,6 +218,24 @@ def _serve(
     store.replace_chunk(conn, source_id=project.source_id, path=chunk_path(memory_id), chunk=chunk)
 
 
+def _embedded(
+    conn: psycopg.Connection,
+    principal: Principal,
+    policy: DlpPolicy,
+    contents: list[str],
+    deps: Dependencies,
+) -> list[np.ndarray | None]:
+    """The contents' vectors, through the DLP gate in one call."""
+    return embed_contents(
+        conn,
+        org_id=principal.org_id,
+        embedder=deps.embedder,
+        settings=deps.settings,
+        policy=policy,
+        texts=contents,
+    )
+
+
 def _propose(
     conn: psycopg.Connection,
     principal: Principal,
@@ -219,6 +254,7 @@ def _propose(
     if project.review_required:
         return Written(memory_id=memory_id, revision=revision, memory=None)
     delivery = _delivery(conn, principal)
+    [vector] = _embedded(conn, principal, delivery.policy, [fields["content"]], deps)
     _serve(
         conn,
         principal,
@@ -228,27 +264,26 @@ def _propose(
         fields=fields,
         agent_key=agent_key,
         policy=delivery.policy,
+        vector=vector,
         deps=deps,
     )
     memory = _served(conn, project, memory_id, delivery)
     return Written(memory_id=memory_id, revision=revision, memory=memory)
 
 
-def create_memory(
-    conn: psycopg.Connection,
-    principal: Principal,
-    key: str,
-    *,
-    fields: dict[str, Any],
-    agent_key: str | None,
-    deps: Dependencies,
-) -> Written:
-    """A new memory (revision 1); the project is created on its first write."""
+def _project_to_write(conn: psycopg.Connection, principal: Principal, key: str) -> Project:
+    """The project a creation writes into (made on the first write to its key)."""
     if not PROJECT_KEY.fullmatch(key):
         raise ValidationFailedError(
             "project_id: 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
         )
-    project = project_for_write(conn, principal, key)
+    return project_for_write(conn, principal, key)
+
+
+def _new_entry(
+    conn: psycopg.Connection, principal: Principal, project: Project, agent_key: str | None
+) -> str:
+    """A new entry with an unused id, without a revision yet."""
     for _ in range(_ID_ATTEMPTS):
         memory_id = new_memory_id()
         if store.insert_entry(
@@ -258,18 +293,130 @@ def create_memory(
             space_id=project.space_id,
             agent_key=agent_key,
         ):
-            break
-    else:  # five 48-bit collisions in a row: something other than chance
-        raise RuntimeError("could not draw an unused memory id")
-    return _propose(
-        conn,
-        principal,
-        project,
-        memory_id=memory_id,
-        revision=1,
-        fields=fields,
-        agent_key=agent_key,
-        deps=deps,
+            return memory_id
+    # five 48-bit collisions in a row: something other than chance
+    raise RuntimeError("could not draw an unused memory id")
+
+
+def _hides_something(delivery: Delivery, content: str) -> bool:
+    """Whether the content is delivered redacted. Such a memory is never reported as a
+    duplicate: "you wrote what it holds" would confirm a guessed secret its answer hides (the
+    list's ``q`` keeps the same rule)."""
+    return delivery.text(MEMORY_CLASSIFICATION, content) != content
+
+
+@dataclass(frozen=True)
+class _Created:
+    memory_id: str
+    duplicate: bool
+
+
+def _create(
+    conn: psycopg.Connection,
+    principal: Principal,
+    project: Project,
+    items: list[NewMemory],
+    delivery: Delivery,
+    deps: Dependencies,
+) -> list[_Created]:
+    """Create ``items`` as if written one after another, in the caller's one transaction.
+
+    An item with ``dedupe`` whose normalised content and type equal a live memory's (the key of
+    migration 0017) is answered with that memory and stores nothing; "live" includes the earlier
+    items of the same batch once they are served (not while they wait for review). Without any
+    ``dedupe`` no key is looked up: the spec's write is unchanged. The new memories' contents go
+    through the DLP gate to the embeddings endpoint together, in one call.
+    """
+    live: dict[bytes, str] = {}  # dedupe key -> a live memory a later item may equal
+    keys: list[bytes | None] = [None] * len(items)
+    if any(item.dedupe for item in items):
+        found = store.dedupe_matches(
+            conn,
+            space_id=project.space_id,
+            items=[(item.fields["type"], item.fields["content"]) for item in items],
+        )
+        keys = [key for key, _ in found]
+        matched = {match for _, match in found if match is not None}
+        rows = store.memories_by_ids(conn, space_id=project.space_id, ids=sorted(matched))
+        shown = {row["id"] for row in rows if not _hides_something(delivery, row["content"])}
+        live = {key: match for key, match in found if match in shown}
+    created: list[_Created] = []
+    stored: list[tuple[str, NewMemory]] = []
+    for item, key in zip(items, keys, strict=True):
+        if item.dedupe and key in live:
+            created.append(_Created(live[key], duplicate=True))
+            continue
+        memory_id = _new_entry(conn, principal, project, item.agent_key)
+        store.insert_revision(
+            conn, entry_id=memory_id, revision=1, fields=item.fields, author=principal.user_id
+        )
+        created.append(_Created(memory_id, duplicate=False))
+        stored.append((memory_id, item))
+        served_now = key is not None and not project.review_required
+        if served_now and not _hides_something(delivery, item.fields["content"]):
+            live.setdefault(key, memory_id)
+    if project.review_required or not stored:
+        return created
+    vectors = _embedded(
+        conn, principal, delivery.policy, [item.fields["content"] for _, item in stored], deps
+    )
+    for (memory_id, item), vector in zip(stored, vectors, strict=True):
+        _serve(
+            conn,
+            principal,
+            project,
+            memory_id=memory_id,
+            revision=1,
+            fields=item.fields,
+            agent_key=item.agent_key,
+            policy=delivery.policy,
+            vector=vector,
+            deps=deps,
+        )
+    return created
+
+
+def create_memory(
+    conn: psycopg.Connection,
+    principal: Principal,
+    key: str,
+    *,
+    item: NewMemory,
+    deps: Dependencies,
+) -> Written:
+    """A new memory (revision 1), or with ``item.dedupe`` the live memory it equals; the project
+    is created on its first write."""
+    project = _project_to_write(conn, principal, key)
+    delivery = _delivery(conn, principal)
+    [done] = _create(conn, principal, project, [item], delivery, deps)
+    if done.duplicate:
+        memory = _served(conn, project, done.memory_id, delivery)
+        return Written(memory_id=done.memory_id, revision=None, memory=memory, duplicate=True)
+    if project.review_required:
+        return Written(memory_id=done.memory_id, revision=1, memory=None)
+    memory = _served(conn, project, done.memory_id, delivery)
+    return Written(memory_id=done.memory_id, revision=1, memory=memory)
+
+
+def create_memories(
+    conn: psycopg.Connection,
+    principal: Principal,
+    key: str,
+    *,
+    items: list[NewMemory],
+    deps: Dependencies,
+) -> BatchWritten:
+    """Several new memories at once, all or none: the items are validated as single writes are
+    (the route does it), and written in the caller's transaction, so any failure (the embeddings
+    endpoint, a DLP scan) leaves nothing of the batch behind."""
+    project = _project_to_write(conn, principal, key)
+    created = _create(conn, principal, project, items, _delivery(conn, principal), deps)
+    return BatchWritten(
+        ids=[done.memory_id for done in created],
+        duplicates=[i for i, done in enumerate(created) if done.duplicate],
+        pending=[
+            i for i, done in enumerate(created) if project.review_required and not done.duplicate
+        ],
     )
 
 
@@ -326,15 +473,18 @@ def accept_revision(
     if row["state"] != "pending":
         raise RevisionConflictError(f"revision {revision} is {row['state']}, not pending")
     delivery = _delivery(conn, principal)
+    fields = {name: row[name] for name in REVISION_FIELDS}
+    [vector] = _embedded(conn, principal, delivery.policy, [fields["content"]], deps)
     _serve(
         conn,
         principal,
         project,
         memory_id=memory_id,
         revision=revision,
-        fields={name: row[name] for name in REVISION_FIELDS},
+        fields=fields,
         agent_key=row["agent_key"],
         policy=delivery.policy,
+        vector=vector,
         deps=deps,
     )
     return _served(conn, project, memory_id, delivery)
@@ -412,6 +562,14 @@ def list_memories(
     return kept[offset:wanted]
 
 
+def get_memory(conn: psycopg.Connection, principal: Principal, key: str, memory_id: str) -> Memory:
+    """One served memory, read as the list reads it: ``context:space:search`` on the project,
+    any agent's memory, delivered through DLP. Pending (never accepted) and deleted memories, and
+    another project's, are ``404 memory.not_found``."""
+    project = find_project(conn, principal, key, Permission.SEARCH)
+    return _served(conn, project, memory_id, _delivery(conn, principal))
+
+
 def memory_revisions(
     conn: psycopg.Connection, principal: Principal, key: str, memory_id: str
 ) -> list[Revision]:
@@ -477,14 +635,13 @@ def relevant_memories(
     empty = not query.strip()
     query_vector = None
     if not empty:
-        query_vector = embed_through_gate(
+        query_vector = embed_query(
             conn,
             org_id=principal.org_id,
             embedder=deps.embedder,
             settings=deps.settings,
             policy=delivery.policy,
             text=query,
-            as_query=True,
         )
     dimensions = len(query_vector) if query_vector is not None else 0
     provider = deps.embedder.provider(dimensions) if dimensions else None

@@ -139,10 +139,13 @@ _SET_REVIEW = """
 UPDATE memory_projects SET review_required = %(required)s WHERE space_id = %(space_id)s
 """
 
-# A new entry is served once its first revision is accepted.
+# A new entry is served once its first revision is accepted. Created at the clock's time, not the
+# transaction's: the memories of one batch write are then ordered as written ("newest first" lists
+# the last item first), as separate writes would be.
 _INSERT_ENTRY = """
-INSERT INTO memory_entries (id, org_id, space_id, agent_key, accepted_revision, latest_revision)
-VALUES (%(id)s, %(org_id)s, %(space_id)s, %(agent_key)s, NULL, 0)
+INSERT INTO memory_entries (id, org_id, space_id, agent_key, accepted_revision, latest_revision,
+                            created_at, updated_at)
+SELECT %(id)s, %(org_id)s, %(space_id)s, %(agent_key)s, NULL, 0, t, t FROM clock_timestamp() AS t
 ON CONFLICT (id) DO NOTHING
 """
 
@@ -183,12 +186,32 @@ WHERE entry_id = %(entry_id)s
        OR (state = 'pending' AND revision < %(revision)s))
 """
 
+# The dedupe key is derived from the revision row itself, so it cannot disagree with what is served.
+# A memory is never updated before it was created: its first write (in a batch, created after the
+# transaction began) has updated_at = created_at, as the spec's example shows.
 _SERVE = """
-UPDATE memory_entries
-SET accepted_revision = %(revision)s, updated_at = now(),
+UPDATE memory_entries e
+SET accepted_revision = %(revision)s, updated_at = greatest(now(), e.created_at),
     importance = %(importance)s, token_count = %(token_count)s,
-    embedding_f32 = %(embedding_f32)s, embedding_provider = %(embedding_provider)s
-WHERE id = %(entry_id)s
+    embedding_f32 = %(embedding_f32)s, embedding_provider = %(embedding_provider)s,
+    dedupe_key = memory_dedupe_key(r.type, r.content)
+FROM memory_revisions r
+WHERE e.id = %(entry_id)s AND r.entry_id = e.id AND r.revision = %(revision)s
+"""
+
+# Each new memory's dedupe key (migration 0017 defines it), in the order given, with the oldest live
+# entry of the project that has it: one round trip for a whole batch.
+_DEDUPE_MATCHES = f"""
+SELECT i.ord, memory_dedupe_key(i.type, i.content) AS key, m.id AS match
+FROM unnest(%(types)s::text[], %(contents)s::text[]) WITH ORDINALITY AS i(type, content, ord)
+LEFT JOIN LATERAL (
+    SELECT e.id FROM memory_entries e
+    WHERE e.space_id = %(space_id)s AND {_SERVED}
+      AND e.dedupe_key = memory_dedupe_key(i.type, i.content)
+    ORDER BY e.created_at, e.id
+    LIMIT 1
+) m ON true
+ORDER BY i.ord
 """
 
 # Also a memory still waiting for its first accepted revision: deleting withdraws the proposal.
@@ -429,6 +452,20 @@ def accept_revision(
             "embedding_provider": embedding_provider,
         },
     )
+
+
+def dedupe_matches(
+    conn: psycopg.Connection, *, space_id: uuid.UUID, items: list[tuple[str, str]]
+) -> list[tuple[bytes, str | None]]:
+    """For each (type, content), in order: its dedupe key and the oldest live entry of the
+    project with that key (None: no match)."""
+    params = {
+        "space_id": space_id,
+        "types": [memory_type for memory_type, _ in items],
+        "contents": [content for _, content in items],
+    }
+    rows = conn.execute(_DEDUPE_MATCHES, params).fetchall()
+    return [(bytes(row["key"]), row["match"]) for row in rows]
 
 
 def set_review_required(conn: psycopg.Connection, *, space_id: uuid.UUID, required: bool) -> None:

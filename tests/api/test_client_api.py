@@ -18,6 +18,7 @@ from context_ledger_client import (
     AuthenticationError,
     ContextLedger,
     Memory,
+    NewMemory,
     NotFoundError,
     PendingRevision,
     PermissionDeniedError,
@@ -236,6 +237,70 @@ def test_memories_round_trip_through_the_client(runtime, org, token, flavour) ->
     assert best.similarity > 0
     assert "HashingEmbeddingProvider" in best.justification
     assert [(r.revision, r.state, r.content) for r in revisions] == [(1, "accepted", first.content)]
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_one_memory_a_batch_and_a_deduplicated_write_through_the_client(
+    runtime, org, token, flavour
+) -> None:
+    admin = token(org, "root", SCOPE_CONTEXT_ADMIN)
+    project = "billing-service"
+    items = [
+        NewMemory("We use Postgres.", type="decision", agent_key="planner", metadata={"t": 1}),
+        NewMemory("Answer in under 200 ms.", type="constraint", dedupe=True),
+    ]
+    again = {"type": "decision", "dedupe": True}
+
+    async def flow_async() -> tuple:
+        async with AsyncContextLedger(runtime.url, admin) as cl:
+            batch = await cl.write_memories(project, items)
+            one = await cl.memory(project, batch.ids[0])
+            duplicate = await cl.write_memory(project, "  we use POSTGRES. ", **again)
+            copy = await cl.write_memory(project, "We use Postgres.", type="decision")
+            with pytest.raises(NotFoundError) as unknown:
+                await cl.memory(project, "ctx_000000000000")
+            with pytest.raises(ValidationError) as bad:
+                await cl.write_memories(project, [items[0], NewMemory(" ")])
+            return batch, one, duplicate, copy, unknown.value, bad.value
+
+    def flow_sync() -> tuple:
+        with ContextLedger(runtime.url, admin) as cl:
+            batch = cl.write_memories(project, items)
+            one = cl.memory(project, batch.ids[0])
+            duplicate = cl.write_memory(project, "  we use POSTGRES. ", **again)
+            copy = cl.write_memory(project, "We use Postgres.", type="decision")
+            with pytest.raises(NotFoundError) as unknown:
+                cl.memory(project, "ctx_000000000000")
+            with pytest.raises(ValidationError) as bad:
+                cl.write_memories(project, [items[0], NewMemory(" ")])
+            return batch, one, duplicate, copy, unknown.value, bad.value
+
+    batch, one, duplicate, copy, unknown, bad = (
+        flow_sync() if flavour == "sync" else run_coroutine(flow_async())
+    )
+
+    assert (batch.project_id, len(batch.ids), batch.duplicates, batch.pending) == (
+        project,
+        2,
+        (),
+        (),
+    )
+    assert (one.id, one.content, one.agent_key, one.metadata) == (
+        batch.ids[0],
+        "We use Postgres.",
+        "planner",
+        {"t": 1},
+    )
+    assert (duplicate.id, duplicate.duplicate, duplicate.updated_at) == (
+        one.id,
+        True,
+        one.updated_at,
+    )
+    assert copy.id not in batch.ids
+    assert copy.duplicate is False
+    assert unknown.code == "memory.not_found"
+    assert bad.code == "validation_failed"
+    assert bad.message.startswith("memories.1.content: ")
 
 
 def test_a_write_under_review_is_a_pending_revision(runtime, api, org, token, admin_headers):

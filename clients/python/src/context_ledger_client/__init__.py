@@ -25,8 +25,10 @@ from context_ledger_client.models import (
     Chunk,
     IndexReport,
     Memory,
+    MemoryBatch,
     MemoryList,
     MemoryRevision,
+    NewMemory,
     PendingRevision,
     RankedMemory,
     RelevantMemories,
@@ -35,6 +37,7 @@ from context_ledger_client.models import (
     Source,
     SourceSummary,
     Space,
+    WrittenMemory,
 )
 from context_ledger_client.text import retrieval_table
 
@@ -49,8 +52,10 @@ __all__ = [
     "ContextLedgerError",
     "IndexReport",
     "Memory",
+    "MemoryBatch",
     "MemoryList",
     "MemoryRevision",
+    "NewMemory",
     "NotFoundError",
     "PendingRevision",
     "PermissionDeniedError",
@@ -66,6 +71,7 @@ __all__ = [
     "SourceSummary",
     "Space",
     "ValidationError",
+    "WrittenMemory",
     "__version__",
     "retrieval_table",
 ]

@@ -25,14 +25,17 @@ from context_ledger_client.models import (
     Attribution,
     IndexReport,
     Memory,
+    MemoryBatch,
     MemoryList,
     MemoryRevision,
+    NewMemory,
     PendingRevision,
     RelevantMemories,
     RetrieveResult,
     SkippedFiles,
     Source,
     Space,
+    WrittenMemory,
 )
 
 CONTEXT = "/api/v1/context"
@@ -262,33 +265,24 @@ def _batches(
 # --- memory API -------------------------------------------------------------------------------
 
 
-def write_memory(
-    project: str,
-    content: str,
-    *,
-    type: str | None,
-    agent_key: str | None,
-    confidence: float | None,
-    importance: float | None,
-    metadata: Mapping[str, Any] | None,
-) -> Call[Memory | PendingRevision]:
-    body = drop_none(
-        {
-            "content": content,
-            "type": type,
-            "agent_key": agent_key,
-            "confidence": confidence,
-            "importance": importance,
-            "metadata": dict(metadata) if metadata is not None else None,
-        }
-    )
-    return Call("POST", f"/api/context/{_seg(project)}", _written, body)
+def write_memory(project: str, memory: NewMemory) -> Call[WrittenMemory | PendingRevision]:
+    return Call("POST", f"/api/context/{_seg(project)}", _written, memory.to_json())
 
 
-def _written(data: Mapping[str, Any]) -> Memory | PendingRevision:
+def _written(data: Mapping[str, Any]) -> WrittenMemory | PendingRevision:
     if data.get("state") == "pending":
         return PendingRevision.from_json(data)
-    return Memory.from_json(data)
+    return WrittenMemory.from_json(data)
+
+
+def write_memories(project: str, memories: Sequence[NewMemory]) -> Call[MemoryBatch]:
+    body = {"memories": [memory.to_json() for memory in memories]}
+    return Call("POST", f"/api/context/{_seg(project)}/batch", MemoryBatch.from_json, body)
+
+
+def memory(project: str, memory_id: str) -> Call[Memory]:
+    path = f"/api/context/{_seg(project)}/{_seg(memory_id)}"
+    return Call("GET", path, Memory.from_json, idempotent=True)
 
 
 def memories(

@@ -26,13 +26,16 @@ from context_ledger_client.models import (
     Attribution,
     IndexReport,
     Memory,
+    MemoryBatch,
     MemoryList,
     MemoryRevision,
+    NewMemory,
     PendingRevision,
     RelevantMemories,
     RetrieveResult,
     Source,
     Space,
+    WrittenMemory,
 )
 
 DEFAULT_CLIENT = f"context-ledger-client/{__version__}"
@@ -241,20 +244,31 @@ class ContextLedger(_Config):
         confidence: float | None = None,
         importance: float | None = None,
         metadata: Mapping[str, Any] | None = None,
-    ) -> Memory | PendingRevision:
+        dedupe: bool | None = None,
+    ) -> WrittenMemory | PendingRevision:
         """Store a memory in project ``project`` (its key; the first write creates it). With
-        review required, the answer is the pending revision."""
-        return self._do(
-            _api.write_memory(
-                project,
-                content,
-                type=type,
-                agent_key=agent_key,
-                confidence=confidence,
-                importance=importance,
-                metadata=metadata,
-            )
+        review required, the answer is the pending revision. With ``dedupe``, a live memory of
+        the same type whose content is the same (whitespace and case folded) is the answer
+        instead, unchanged, with ``duplicate`` True."""
+        memory = NewMemory(
+            content,
+            type=type,
+            agent_key=agent_key,
+            confidence=confidence,
+            importance=importance,
+            metadata=metadata,
+            dedupe=dedupe,
         )
+        return self._do(_api.write_memory(project, memory))
+
+    def write_memories(self, project: str, memories: Sequence[NewMemory]) -> MemoryBatch:
+        """Up to 100 memories in one call, all stored or none (one transaction, one embeddings
+        request); the ids come back in the items' order. Not sent again after a 503."""
+        return self._do(_api.write_memories(project, memories))
+
+    def memory(self, project: str, memory_id: str) -> Memory:
+        """One memory as the list serves it."""
+        return self._do(_api.memory(project, memory_id))
 
     def memories(
         self,
@@ -449,18 +463,26 @@ class AsyncContextLedger(_Config):
         confidence: float | None = None,
         importance: float | None = None,
         metadata: Mapping[str, Any] | None = None,
-    ) -> Memory | PendingRevision:
-        return await self._do(
-            _api.write_memory(
-                project,
-                content,
-                type=type,
-                agent_key=agent_key,
-                confidence=confidence,
-                importance=importance,
-                metadata=metadata,
-            )
+        dedupe: bool | None = None,
+    ) -> WrittenMemory | PendingRevision:
+        """See :meth:`ContextLedger.write_memory`."""
+        memory = NewMemory(
+            content,
+            type=type,
+            agent_key=agent_key,
+            confidence=confidence,
+            importance=importance,
+            metadata=metadata,
+            dedupe=dedupe,
         )
+        return await self._do(_api.write_memory(project, memory))
+
+    async def write_memories(self, project: str, memories: Sequence[NewMemory]) -> MemoryBatch:
+        """See :meth:`ContextLedger.write_memories`."""
+        return await self._do(_api.write_memories(project, memories))
+
+    async def memory(self, project: str, memory_id: str) -> Memory:
+        return await self._do(_api.memory(project, memory_id))
 
     async def memories(
         self,

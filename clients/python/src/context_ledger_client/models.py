@@ -1,4 +1,5 @@
-"""Typed, immutable results of the API's answers.
+"""Typed, immutable results of the API's answers, and :class:`NewMemory`, the one input with
+enough fields to deserve a type (an item of a batch write).
 
 Field names are Python's (snake_case); each ``from_json`` reads the wire names of the API
 (camelCase for the context API, snake_case for the memory API). Free-form parts (chunk metadata,
@@ -280,6 +281,66 @@ class Memory:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Memory:
         return cls(**cls._fields_of(data))
+
+
+@dataclass(frozen=True)
+class WrittenMemory(Memory):
+    """A write's answer: the memory stored, or with ``dedupe`` the live memory it equals
+    (``duplicate``: nothing was stored, and that memory is unchanged)."""
+
+    duplicate: bool = False
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WrittenMemory:
+        return cls(**cls._fields_of(data), duplicate=bool(data.get("duplicate", False)))
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """A memory to write; the fields left None take the API's defaults (``fact``, confidence
+    1.0, importance 0.5, no metadata). ``dedupe``: answer a live memory of the same type with the
+    same content (whitespace and case folded) instead of storing a copy."""
+
+    content: str
+    type: str | None = None
+    agent_key: str | None = None
+    confidence: float | None = None
+    importance: float | None = None
+    metadata: Mapping[str, Any] | None = None
+    dedupe: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The write body: only the fields given."""
+        body = {
+            "content": self.content,
+            "type": self.type,
+            "agent_key": self.agent_key,
+            "confidence": self.confidence,
+            "importance": self.importance,
+            "metadata": dict(self.metadata) if self.metadata is not None else None,
+            "dedupe": self.dedupe,
+        }
+        return {k: v for k, v in body.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class MemoryBatch:
+    """A batch write's answer: one id per item, in order; ``duplicates`` and ``pending`` are the
+    positions of the items answered with a live memory's id and of those waiting for review."""
+
+    project_id: str
+    ids: tuple[str, ...]
+    duplicates: tuple[int, ...]
+    pending: tuple[int, ...]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MemoryBatch:
+        return cls(
+            project_id=data["project_id"],
+            ids=tuple(data["ids"]),
+            duplicates=tuple(data["duplicates"]),
+            pending=tuple(data["pending"]),
+        )
 
 
 @dataclass(frozen=True)

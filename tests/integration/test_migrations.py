@@ -81,14 +81,14 @@ def test_evidence_chain_rows_cannot_be_updated_or_deleted(empty_database: str) -
             conn.execute("DELETE FROM evidence_chain")
 
 
-def test_migration_17_keys_the_memories_written_before_it_for_dedupe(empty_database: str) -> None:
-    # GIVEN a database at migration 16 holding a served, a pending and a deleted memory
+def test_migration_18_keys_the_memories_written_before_it_for_dedupe(empty_database: str) -> None:
+    # GIVEN a database at migration 17 holding a served, a pending and a deleted memory
     migrate(empty_database)
     with psycopg.connect(empty_database, autocommit=True) as conn:
         conn.execute(
             "ALTER TABLE memory_entries DROP COLUMN dedupe_key;"
             " DROP FUNCTION memory_dedupe_key(text, text);"
-            " DELETE FROM schema_migrations WHERE version = 17"
+            " DELETE FROM schema_migrations WHERE version = 18"
         )
         org = conn.execute("INSERT INTO organisations (name) VALUES ('Acme') RETURNING id")
         org_id = org.fetchone()[0]
@@ -115,11 +115,11 @@ def test_migration_17_keys_the_memories_written_before_it_for_dedupe(empty_datab
                 (memory_id, "accepted" if accepted else "pending"),
             )
 
-    # WHEN migration 17 is applied to it
+    # WHEN migration 18 is applied to it
     applied = migrate(empty_database)
 
     # THEN every entry with an accepted revision has the key a new write of it would get
-    assert [m.version for m in applied] == [17]
+    assert [m.version for m in applied] == [18]
     with psycopg.connect(empty_database) as conn:
         rows = conn.execute(
             "SELECT id, dedupe_key = memory_dedupe_key('decision', 'we use postgres')"

@@ -322,7 +322,7 @@ def _create(
     """Create ``items`` as if written one after another, in the caller's one transaction.
 
     An item with ``dedupe`` whose normalised content and type equal a live memory's (the key of
-    migration 0017) is answered with that memory and stores nothing; "live" includes the earlier
+    migration 0018) is answered with that memory and stores nothing; "live" includes the earlier
     items of the same batch once they are served (not while they wait for review). Without any
     ``dedupe`` no key is looked up: the spec's write is unchanged. The new memories' contents go
     through the DLP gate to the embeddings endpoint together, in one call.

@@ -199,7 +199,7 @@ FROM memory_revisions r
 WHERE e.id = %(entry_id)s AND r.entry_id = e.id AND r.revision = %(revision)s
 """
 
-# Each new memory's dedupe key (migration 0017 defines it), in the order given, with the oldest live
+# Each new memory's dedupe key (migration 0018 defines it), in the order given, with the oldest live
 # entry of the project that has it: one round trip for a whole batch.
 _DEDUPE_MATCHES = f"""
 SELECT i.ord, memory_dedupe_key(i.type, i.content) AS key, m.id AS match

@@ -4,13 +4,14 @@ summed over the searched sources' current versions by the query terms' lookup.""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 import pytest
 from search_support import admin_of, publish_source
 
 from context_ledger.db import connection
 from context_ledger.search.bm25 import idf
-from context_ledger.search.fulltext import SearchQuery, text_terms
+from context_ledger.search.fulltext import SearchQuery, text_search, text_terms
 from context_ledger.sources import service
 from context_ledger.sources.model import Document
 from context_ledger.spaces.service import Organisation, create_organisation
@@ -140,3 +141,60 @@ def test_query_terms_weigh_by_the_searched_sources_together(org) -> None:
     assert weights == {"receipt": pytest.approx(idf(2, 4)), "holiday": pytest.approx(idf(2, 4))}
     assert set(both.match) == {"'receipt'", "'holiday'"}
     assert smuggled.lexemes == ()
+
+
+def test_a_term_weighs_as_many_times_as_the_query_repeats_it(org) -> None:
+    source = indexed_source(org, DOCS)
+
+    with connection() as conn:
+        terms = text_terms(
+            conn,
+            SearchQuery(org.id, [source], "Receipts? A receipt, the receipt: holidays", None, 10),
+        )
+
+    # BM25 sums over the query's terms with their repeats (as Lucene and bm25s): 3 x receipt.
+    weights = dict(zip(terms.lexemes, terms.weights, strict=True))
+    assert weights == {
+        "receipt": pytest.approx(3 * idf(2, 3)),
+        "holiday": pytest.approx(idf(1, 3)),
+    }
+
+
+def test_a_repeated_term_lifts_the_chunk_that_holds_it(org) -> None:
+    source = indexed_source(
+        org,
+        [
+            Document("refunds.md", "Refunds are paid within five days."),
+            Document("invoices.md", "Invoices are paid within five days."),
+        ],
+    )
+
+    def ranked(text: str) -> list[str]:
+        with connection() as conn:
+            query = SearchQuery(org.id, [source], text, None, 10)
+            query = replace(query, terms=text_terms(conn, query))
+            hits = text_search(conn, query, similarity=None)
+            paths = {
+                row["id"]: row["path"]
+                for row in conn.execute(
+                    "SELECT id, path FROM chunks WHERE source_id = %s", (source,)
+                )
+            }
+        return [paths[hit.chunk_id] for hit in hits]
+
+    # Both terms are equally rare, so once each they tie (and the chunk id decides); the query
+    # that says "refund" twice ranks the refunds first, whatever the ids.
+    assert ranked("refund refunds invoice") == ["refunds.md", "invoices.md"]
+    assert ranked("invoice invoices refund") == ["invoices.md", "refunds.md"]
+
+
+def test_the_parts_of_an_identifier_add_no_repeats(org) -> None:
+    source = indexed_source(org, DOCS)
+
+    with connection() as conn:
+        terms = text_terms(conn, SearchQuery(org.id, [source], "refundReceipt receipt", None, 10))
+
+    # Split for matching (refund, receipt), but the words as written hold receipt once.
+    weights = dict(zip(terms.lexemes, terms.weights, strict=True))
+    assert weights["receipt"] == pytest.approx(idf(2, 3))
+    assert weights["refund"] == pytest.approx(idf(2, 3))

@@ -72,3 +72,22 @@ def test_no_term_in_the_searched_chunks_gives_no_terms(terms, chunks) -> None:
     found = query_terms(terms, chunks=chunks, lexemes=100)
 
     assert (found.lexemes, found.weights, found.match, found.hybrid_match) == ((), (), (), ())
+
+
+def test_a_term_the_query_repeats_weighs_its_idf_times_its_repeats() -> None:
+    repeated = TermStats("refund", "'refund'", 2, repeats=3)
+
+    terms = query_terms([repeated, term("policy", 8)], chunks=10, lexemes=250)
+
+    assert terms.weights == (pytest.approx(3 * idf(2, 10)), pytest.approx(idf(8, 10)))
+
+
+def test_repeats_do_not_change_which_terms_are_matched() -> None:
+    once = query_terms([term("refund", 2), term("policy", 8)], chunks=10, lexemes=250)
+    repeated = query_terms(
+        [TermStats("refund", "'refund'", 2, repeats=1), TermStats("policy", "'policy'", 8, 5)],
+        chunks=10,
+        lexemes=250,
+    )
+
+    assert (repeated.match, repeated.hybrid_match) == (once.match, once.hybrid_match)

@@ -48,20 +48,27 @@ from context_ledger.sources.chunking.identifiers import search_text
 from context_ledger.sources.searchable import SEARCHABLE_CHUNKS
 from context_ledger.spaces.levels import Level
 
-# Per searched source: the query's lexemes its version holds, with their document frequencies,
-# quoted as tsquery operands by PostgreSQL; and one row without a lexeme holding the version's
+# Per searched source: the query's lexemes its version holds, with their document frequencies and
+# how often the query repeats each (BM25's query-term frequency: counted in the words as written,
+# so the parts of an identifier split out for matching add no repeats), quoted as tsquery operands
+# by PostgreSQL; and one row without a lexeme holding the version's
 # totals. Per source, so that any part of the searched sources (a level of the chain, those the
 # caller may search) sums its own statistics in Python without another round trip.
 # ``{searched}``: see term_stats_statement.
 _TERM_STATS_OVER = """
-WITH RECURSIVE {searched}
+WITH RECURSIVE {searched},
+query_lexemes AS (
+    SELECT lexeme, greatest(cardinality(positions), 1) AS repeats
+    FROM unnest(to_tsvector('english', %(query_words)s))
+)
 SELECT s.id AS source_id, l.lexeme, array_to_tsvector(ARRAY[l.lexeme])::text AS operand,
-       l.chunks::bigint AS chunks, 0::bigint AS lexemes
+       l.chunks::bigint AS chunks, 0::bigint AS lexemes, coalesce(q.repeats, 1) AS repeats
 FROM searched s
 JOIN text_rank_lexemes l ON l.source_id = s.id AND l.index_version = s.index_version
+LEFT JOIN query_lexemes q ON q.lexeme = l.lexeme
 WHERE l.lexeme = ANY(tsvector_to_array(to_tsvector('english', %(query_text)s)))
 UNION ALL
-SELECT s.id, NULL, NULL, v.chunks, v.lexemes
+SELECT s.id, NULL, NULL, v.chunks, v.lexemes, 0
 FROM searched s
 JOIN text_rank_versions v ON v.source_id = s.id AND v.index_version = s.index_version
 """
@@ -70,7 +77,8 @@ JOIN text_rank_versions v ON v.source_id = s.id AND v.index_version = s.index_ve
 def term_stats_statement(searched: str) -> str:
     """The query terms' statement over the sources ``searched`` selects: common table
     expressions, the last one named ``searched`` (a source's ``id`` and ``index_version`` per
-    row). It binds ``query_text`` besides their parameters."""
+    row). It binds ``query_text`` (the words and identifier parts the terms are) and
+    ``query_words`` (the words as written, whose repeats count) besides their parameters."""
     return _TERM_STATS_OVER.format(searched=searched)
 
 
@@ -168,6 +176,7 @@ class TermCounts:
     operands: Mapping[str, str] = field(default_factory=dict)  # lexeme -> tsquery operand
     frequencies: Mapping[uuid.UUID, Mapping[str, int]] = field(default_factory=dict)
     totals: Mapping[uuid.UUID, tuple[int, int]] = field(default_factory=dict)  # chunks, lexemes
+    repeats: Mapping[str, int] = field(default_factory=dict)  # lexeme -> times in the query
 
     def terms(
         self,
@@ -201,7 +210,10 @@ class TermCounts:
         for source in sources:
             for lexeme, chunks in self.frequencies.get(source, {}).items():
                 frequencies[lexeme] = frequencies.get(lexeme, 0) + chunks
-        return [TermStats(lexeme, self.operands[lexeme], n) for lexeme, n in frequencies.items()]
+        return [
+            TermStats(lexeme, self.operands[lexeme], n, self.repeats.get(lexeme, 1))
+            for lexeme, n in frequencies.items()
+        ]
 
 
 @dataclass(frozen=True)
@@ -230,6 +242,7 @@ class SearchQuery:
             "org_id": self.org_id,
             "source_ids": list(self.source_ids),
             "query_text": processed_query(self.text),
+            "query_words": self.text,
             "query_vector": None if self.vector is None else Float4Array(self.vector),
             "limit": self.limit,
             **self.terms.params(hybrid=self.vector is not None),
@@ -294,20 +307,23 @@ def pending_terms_of(
 ) -> Pending[TermCounts]:
     """The term counts of ``text`` by a :func:`term_stats_statement` binding ``params``, sent
     now and read later."""
-    return send(conn, statement, {**params, "query_text": processed_query(text)}, _read_counts)
+    words = {"query_text": processed_query(text), "query_words": text}
+    return send(conn, statement, {**params, **words}, _read_counts)
 
 
 def _read_counts(cursor: Cursor[dict[str, Any]]) -> TermCounts:
     operands: dict[str, str] = {}
     frequencies: dict[uuid.UUID, dict[str, int]] = {}
     totals: dict[uuid.UUID, tuple[int, int]] = {}
+    repeats: dict[str, int] = {}
     for row in cursor.fetchall():
         if row["lexeme"] is None:
             totals[row["source_id"]] = (row["chunks"], row["lexemes"])
         else:
             operands[row["lexeme"]] = row["operand"]
             frequencies.setdefault(row["source_id"], {})[row["lexeme"]] = row["chunks"]
-    return TermCounts(operands, frequencies, totals)
+            repeats[row["lexeme"]] = row["repeats"]
+    return TermCounts(operands, frequencies, totals, repeats)
 
 
 def pending_search(

@@ -25,8 +25,6 @@ PHYSICAL_RESOURCE_ID = "context-ledger-migrations"
 RESPONSE_TIMEOUT_SECONDS = 15.0
 #: Answer FAILED this long before the invocation's deadline if the migrations are still running.
 DEADLINE_MARGIN_SECONDS = 20.0
-#: A paused Aurora Serverless v2 cluster resumes on the first connection, in about 15 s.
-CONNECT_TIMEOUT_SECONDS = 60
 #: CloudFormation rejects response bodies over 4 KiB; keep the reason well below.
 _MAX_REASON = 1000
 
@@ -91,45 +89,22 @@ class _Responder:
             return True
 
 
-def _summary(exc: BaseException) -> str:
-    """A short description of ``exc`` that cannot carry a connection string or secret."""
+def _failure_summary(exc: BaseException) -> str:
     try:
-        import psycopg
-
-        from context_ledger.db.migrate import MigrationError
-        from context_ledger.settings import SettingsError
+        from context_ledger.db.direct import failure_summary
     except Exception:  # a broken layer: the class name is all that is safe to say
         return type(exc).__name__
-
-    if isinstance(exc, MigrationError | SettingsError):
-        return str(exc)  # our own messages: file and variable names only, never values
-    if isinstance(exc, psycopg.Error):
-        if exc.sqlstate is None:  # the connection itself failed; its message names the host
-            return f"could not connect to the database ({type(exc).__name__})"
-        return f"a migration failed in the database (SQLSTATE {exc.sqlstate})"
-    response = getattr(exc, "response", None)  # botocore ClientError, e.g. AccessDenied
-    if isinstance(response, dict) and isinstance(response.get("Error"), dict):
-        code = str(response["Error"].get("Code", "?"))[:60]
-        return f"{type(exc).__name__} ({code}) while reading the database secret"
-    return type(exc).__name__
-
-
-def _with_connect_timeout(conninfo: str) -> str:
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    if "connect_timeout" in conninfo_to_dict(conninfo):
-        return conninfo
-    return make_conninfo(conninfo, connect_timeout=str(CONNECT_TIMEOUT_SECONDS))
+    return failure_summary(exc, task="a migration")
 
 
 def _apply_migrations() -> dict[str, str]:
     # Imported here rather than at module level so that a broken layer or bad configuration
     # still ends in a FAILED answer instead of an init error that leaves the stack waiting.
+    from context_ledger.db.direct import direct_conninfo
     from context_ledger.db.migrate import available_migrations, migrate
-    from context_ledger.db.pool import resolve_conninfo
     from context_ledger.settings import get_settings
 
-    applied = migrate(_with_connect_timeout(resolve_conninfo(get_settings())))
+    applied = migrate(direct_conninfo(get_settings()))
     available = available_migrations()
     return {
         "applied": ",".join(f"{m.version:04d}" for m in applied),
@@ -180,7 +155,7 @@ def handler(event: dict[str, Any], context: LambdaContextLike) -> None:
         except Exception as exc:  # every failure must still reach CloudFormation
             logger.exception("migrations failed", extra=log_keys)
             status, data = "FAILED", {}
-            reason = f"{_summary(exc)}; {responder.logs_hint()}"
+            reason = f"{_failure_summary(exc)}; {responder.logs_hint()}"
         logger.info("migrations finished", extra={**log_keys, "status": status, **data})
         # If this PUT fails the exception escapes on purpose: CloudFormation invokes the
         # function asynchronously, so Lambda retries it (migrate is idempotent).

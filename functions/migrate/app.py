@@ -1,5 +1,15 @@
-"""MigrateFunction: the DatabaseMigrations custom resource (applies SQL migrations on deploy)."""
+"""MigrateFunction: the DatabaseMigrations custom resource (the SQL migrations on every deploy),
+and the first organisation's bootstrap on demand (``aws lambda invoke``, docs/deploy.md)."""
 
-from context_ledger.db.custom_resource import handler
+from typing import Any
 
-__all__ = ["handler"]
+from context_ledger.bootstrap.handler import handler as bootstrap
+from context_ledger.db.custom_resource import handler as custom_resource
+
+
+def handler(event: Any, context: Any) -> Any:
+    # CloudFormation's events carry the pre-signed URL it waits on; anything else is an
+    # operator's, and gets an answer saying what it lacks.
+    if isinstance(event, dict) and "ResponseURL" in event:
+        return custom_resource(event, context)
+    return bootstrap(event, context)

@@ -241,6 +241,10 @@ def test_every_http_route_is_on_the_api_behind_the_default_authorizer() -> None:
     assert ("POST", "/api/v1/context/spaces") in routes
 
 
+def test_the_bootstrap_function_is_a_stack_output() -> None:
+    assert _template()["Outputs"]["MigrateFunctionName"]["Value"] == {"Ref": "MigrateFunction"}
+
+
 def test_the_authorizer_is_not_itself_routed() -> None:
     assert not _events("AuthorizerFunction", "HttpApi")
 

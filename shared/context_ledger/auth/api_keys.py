@@ -7,6 +7,7 @@ import re
 import secrets
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 import psycopg
 
@@ -22,7 +23,7 @@ INSERT INTO api_keys (org_id, user_id, client_id, name, key_hash, key_prefix, sc
                       is_service, expires_at)
 VALUES (%(org_id)s, %(user_id)s, %(client_id)s, %(name)s, %(key_hash)s, %(key_prefix)s,
         %(scopes)s, %(groups)s, %(is_service)s, now() + %(ttl)s * interval '1 second')
-RETURNING id
+RETURNING id, expires_at
 """
 
 _LOOKUP = """
@@ -42,6 +43,7 @@ WHERE id = %(id)s AND org_id = %(org_id)s AND revoked_at IS NULL
 class IssuedKey:
     id: uuid.UUID
     key: str  # shown once; only its hash is stored
+    expires_at: datetime | None = None
 
 
 def _hash(key: str) -> bytes:
@@ -86,7 +88,7 @@ def create_api_key(
         },
     ).fetchone()
     assert row is not None
-    return IssuedKey(id=row["id"], key=key)
+    return IssuedKey(id=row["id"], key=key, expires_at=row["expires_at"])
 
 
 def principal_for_api_key(conn: psycopg.Connection, key: str) -> Principal | None:

@@ -1,4 +1,5 @@
-"""SQL for organisations, spaces and grants. Every query is scoped by organisation."""
+"""SQL for organisations, spaces and grants. Every query is scoped by organisation but one, the
+bootstrap's question whether the database holds any organisation yet."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ Row = dict[str, Any]
 _SPACE_COLUMNS = "id, org_id, parent_id, level, name, key, owner_user_id, created_at"
 
 _INSERT_ORG = "INSERT INTO organisations (name) VALUES (%(name)s) RETURNING id, name, created_at"
+
+_FIRST_ORG = "SELECT id, name, created_at FROM organisations ORDER BY created_at, id LIMIT 1"
 
 _INSERT_SPACE = f"""
 INSERT INTO spaces (org_id, parent_id, level, name, key, owner_user_id)
@@ -68,6 +71,11 @@ def insert_organisation(conn: psycopg.Connection, *, name: str) -> tuple[Row, Ro
         conn, org_id=org["id"], parent_id=None, level=Level.ORGANISATION, name=name
     )
     return org, space
+
+
+def first_organisation(conn: psycopg.Connection) -> Row | None:
+    """The oldest organisation of the database, or None while it holds none."""
+    return conn.execute(_FIRST_ORG).fetchone()
 
 
 def insert_space(

@@ -288,8 +288,10 @@ class Settings(BaseSettings):
         if self.environment is Environment.AWS:
             if not (self.database_url or self.database_secret_arn):
                 raise ValueError("DATABASE_URL or KEYSTONE_DATABASE_SECRET_ARN must be set")
-            if not self.jwks_url:
-                raise ValueError("KEYSTONE_AUTH_JWKS_URL must be set")
+            # Without a JWKS the deployment takes API keys only (auth/authorizer.py); with one,
+            # the local issuer default would refuse every token of the real one.
+            if self.jwks_url and "auth_issuer" not in self.model_fields_set:
+                raise ValueError("KEYSTONE_AUTH_ISSUER must be set with KEYSTONE_AUTH_JWKS_URL")
             if self.evidence_hmac_key == PLACEHOLDER_SECRET:
                 raise ValueError("KEYSTONE_EVIDENCE_HMAC_KEY holds the placeholder secret")
             if not self.evidence_checkpoint_bucket:

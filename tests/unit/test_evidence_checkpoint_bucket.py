@@ -74,4 +74,5 @@ def test_aws_mode_needs_a_checkpoint_bucket() -> None:
             KEYSTONE_ENVIRONMENT="aws",
             DATABASE_URL="postgresql://db/x",
             KEYSTONE_AUTH_JWKS_URL="https://idp.test/jwks.json",
+            KEYSTONE_AUTH_ISSUER="https://idp.test/",
         )

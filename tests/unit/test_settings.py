@@ -73,12 +73,38 @@ def test_aws_mode_requires_a_database_and_a_jwks(monkeypatch: pytest.MonkeyPatch
         load_settings(KEYSTONE_ENVIRONMENT="aws")
 
 
+AWS = {
+    "KEYSTONE_ENVIRONMENT": "aws",
+    "DATABASE_URL": "postgresql://db/x",
+    "KEYSTONE_EVIDENCE_CHECKPOINT_BUCKET": "checkpoints",
+}
+
+
+def test_aws_mode_without_a_jwks_takes_api_keys_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KEYSTONE_AUTH_JWKS_URL", raising=False)
+
+    assert load_settings(**AWS).jwks_url is None
+
+
+def test_aws_mode_with_a_jwks_needs_its_issuer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KEYSTONE_AUTH_ISSUER", raising=False)
+    jwks = {"KEYSTONE_AUTH_JWKS_URL": "https://idp.test/jwks.json"}
+    issuer = {"KEYSTONE_AUTH_ISSUER": "https://idp.test/"}
+
+    with pytest.raises(SettingsError, match="KEYSTONE_AUTH_ISSUER must be set"):
+        load_settings(**AWS, **jwks)
+    monkeypatch.setenv("KEYSTONE_AUTH_ISSUER", "")  # the template's empty default
+    with pytest.raises(SettingsError, match="KEYSTONE_AUTH_ISSUER must be set"):
+        load_settings(**AWS, **jwks)
+    assert load_settings(**AWS, **jwks, **issuer).auth_issuer == "https://idp.test/"
+
+
 def test_aws_mode_refuses_the_placeholder_hmac_key(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(SettingsError, match="placeholder"):
         load_settings(
-            KEYSTONE_ENVIRONMENT="aws",
-            DATABASE_URL="postgresql://db/x",
+            **AWS,
             KEYSTONE_AUTH_JWKS_URL="https://idp.test/jwks.json",
+            KEYSTONE_AUTH_ISSUER="https://idp.test/",
             KEYSTONE_EVIDENCE_HMAC_KEY="change-me",
         )
 

@@ -241,6 +241,17 @@ def test_every_http_route_is_on_the_api_behind_the_default_authorizer() -> None:
     assert ("POST", "/api/v1/context/spaces") in routes
 
 
+def test_a_jwks_without_its_issuer_is_refused_at_deploy_time() -> None:
+    """Empty JwksUrl is an API-keys-only stack; a JWKS without the issuer its tokens carry
+    would refuse every token, so the change set fails instead (a template rule)."""
+    parameters = _template()["Parameters"]
+    assert parameters["JwksUrl"]["Default"] == parameters["JwtIssuer"]["Default"] == ""
+    rule = _template()["Rules"]["IssuerWithJwks"]
+    assert rule["RuleCondition"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "JwksUrl"}, ""]}]}
+    [assertion] = rule["Assertions"]
+    assert assertion["Assert"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "JwtIssuer"}, ""]}]}
+
+
 def test_the_bootstrap_function_is_a_stack_output() -> None:
     assert _template()["Outputs"]["MigrateFunctionName"]["Value"] == {"Ref": "MigrateFunction"}
 

@@ -19,7 +19,7 @@ from context_ledger.auth.api_keys import (
     looks_like_api_key,
     principal_for_api_key,
 )
-from context_ledger.auth.jwt_verifier import JwksUnavailableError, JwtVerifier
+from context_ledger.auth.jwt_verifier import JwtVerifier
 from context_ledger.auth.principal import Principal
 from context_ledger.db import connection
 from context_ledger.errors import UnauthorizedError
@@ -30,13 +30,15 @@ logger = Logger(child=True)
 AUTH_ERROR_KEY = "authError"
 
 
+#: Why a JWT fails where no JWKS is configured (a stack deployed without ``JwksUrl``).
+API_KEYS_ONLY = "this deployment accepts API keys only: no identity provider is configured"
+
+
 @functools.cache
-def _jwt_verifier() -> JwtVerifier:
+def _jwt_verifier(jwks_url: str) -> JwtVerifier:
     settings = get_settings()
-    if not settings.jwks_url:
-        raise JwksUnavailableError("KEYSTONE_AUTH_JWKS_URL is not set")
     return JwtVerifier(
-        jwks_url=settings.jwks_url,
+        jwks_url=jwks_url,
         issuer=settings.auth_issuer,
         audience=settings.auth_audience,
         leeway=settings.auth_leeway_seconds,
@@ -62,7 +64,10 @@ def verify_credential(token: str) -> Principal:
         if principal is None:
             raise UnauthorizedError("unknown, revoked or expired API key")
         return principal
-    return _jwt_verifier().verify(token)
+    jwks_url = get_settings().jwks_url
+    if not jwks_url:
+        raise UnauthorizedError(API_KEYS_ONLY)
+    return _jwt_verifier(jwks_url).verify(token)
 
 
 def authorize(event: dict[str, Any]) -> dict[str, Any]:

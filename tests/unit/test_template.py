@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from context_ledger.local.cfn import Resolver
 from context_ledger.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -250,6 +251,16 @@ def test_a_jwks_without_its_issuer_is_refused_at_deploy_time() -> None:
     assert rule["RuleCondition"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "JwksUrl"}, ""]}]}
     [assertion] = rule["Assertions"]
     assert assertion["Assert"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "JwtIssuer"}, ""]}]}
+
+
+@pytest.mark.parametrize(("sweep", "state"), [("enabled", "ENABLED"), ("disabled", "DISABLED")])
+def test_the_minutely_sweep_runs_unless_chain_sweep_is_disabled(sweep: str, state: str) -> None:
+    resolver = Resolver(parameters={"ChainSweep": sweep}, conditions=_template()["Conditions"])
+    schedules = _events("ChainVerifyFunction", "ScheduleV2")
+
+    assert resolver.resolve(schedules["Minutely"]["State"]) == state
+    assert "State" not in schedules["Daily"]  # the daily full run runs whatever the sweep
+    assert _template()["Parameters"]["ChainSweep"]["Default"] == "enabled"
 
 
 def test_the_bootstrap_function_is_a_stack_output() -> None:

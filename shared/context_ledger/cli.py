@@ -1,5 +1,6 @@
 """The ``context-ledger`` command: local runtime, tokens, organisations, API keys, migrations,
-evidence chain verification, and the service's client commands (search, space, source, ingest).
+evidence chain verification, and the service's client commands (search, space, source, ingest,
+and the MCP server on stdio).
 
 Every command works against ``CONTEXT_LEDGER_HOME`` (default ``.context-ledger/``), including
 while ``context-ledger dev`` runs on the same home; the client commands find that server's URL
@@ -343,6 +344,17 @@ def _cmd_source_create(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    """The MCP server on stdio; nothing but the protocol may reach stdout."""
+    from context_ledger.mcp.stdio import serve_stdio
+
+    token = args.token or get_settings().cli_token
+    if not token:
+        raise _UsageError("give --token or set CONTEXT_LEDGER_TOKEN")
+    serve_stdio(_service_url(args)[0], token)
+    return 0
+
+
 def _client_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--url", help="service URL (default CONTEXT_LEDGER_URL, else the running make dev)"
@@ -382,6 +394,12 @@ def _add_client_commands(commands: argparse._SubParsersAction) -> None:
     source_create.add_argument("--classification", help="public, internal (default), ...")
     _client_options(source_create)
     source_create.set_defaults(run=_client_command(_cmd_source_create))
+
+    mcp = commands.add_parser(
+        "mcp", help="serve the MCP tools on stdio, for an agent (Claude Code, Cursor, ...)"
+    )
+    _client_options(mcp)
+    mcp.set_defaults(run=_client_command(_cmd_mcp))
 
 
 def _identity_options(parser: argparse.ArgumentParser) -> None:

@@ -221,7 +221,12 @@ class Settings(BaseSettings):
         "KEYSTONE_LOCAL_BODY_TIMEOUT_SECONDS", 30.0, gt=0, le=600
     )
 
-    # --- command-line client (ingest, search, space, source) -----------------------------------
+    # --- MCP server (McpFunction; context_ledger/mcp) ------------------------------------------
+    #: the API the deployed MCP server calls with each caller's credential; unset: the URL the
+    #: request came in on (its API Gateway domain, or the local runtime's own address)
+    mcp_api_url: str | None = _env("KEYSTONE_MCP_API_URL")
+
+    # --- command-line client (ingest, search, space, source, mcp) ------------------------------
     #: unset: the running `make dev` of the home, else http://127.0.0.1:3000 (local/dev_url.py)
     cli_url: str | None = _env("CONTEXT_LEDGER_URL")
     cli_token: str | None = _env("CONTEXT_LEDGER_TOKEN", repr=False)
@@ -263,7 +268,7 @@ class Settings(BaseSettings):
             return tuple(h.strip().lower() for h in value.split(",") if h.strip())
         return value
 
-    @field_validator("embeddings_url", "models_provider_url", "cli_url")
+    @field_validator("embeddings_url", "models_provider_url", "cli_url", "mcp_api_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and not re.match(r"^https?://[^\s]+$", value):

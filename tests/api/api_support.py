@@ -6,7 +6,9 @@ import asyncio
 import base64
 import functools
 import json
+import os
 import secrets
+import socket
 import time
 from collections.abc import Coroutine
 from pathlib import Path
@@ -74,6 +76,24 @@ def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
     finally:
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
+
+
+def clean_env(home: Path, **extra: str) -> dict[str, str]:
+    """The shell of a person: no test runtime's variables (the session runtime merged its own
+    into this process's environment), a home of its own."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("KEYSTONE_", "CONTEXT_LEDGER_", "AWS_ENDPOINT_URL"))
+        and k != "DATABASE_URL"
+    }
+    return {**env, "CONTEXT_LEDGER_HOME": str(home), "KEYSTONE_ENVIRONMENT": "local", **extra}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def bearer(value: str) -> dict[str, str]:

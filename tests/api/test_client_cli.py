@@ -5,16 +5,14 @@ runtime, how they find the service (--url, CONTEXT_LEDGER_URL, the running dev s
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from api_support import empty_database
+from api_support import clean_env, empty_database, free_port
 
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
 from context_ledger_client import ContextLedger
@@ -137,24 +135,6 @@ def test_without_a_token_the_command_says_how_to_give_one(runtime) -> None:
     ran = run_cl("search", "refunds", "--url", runtime.url)
     assert ran.returncode == 2
     assert ran.stderr == "context-ledger: give --token or set CONTEXT_LEDGER_TOKEN\n"
-
-
-def clean_env(home: Path, **extra: str) -> dict[str, str]:
-    """The shell of a person: no test runtime's variables (the session runtime merged its own
-    into this process's environment), a home of its own."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("KEYSTONE_", "CONTEXT_LEDGER_", "AWS_ENDPOINT_URL"))
-        and k != "DATABASE_URL"
-    }
-    return {**env, "CONTEXT_LEDGER_HOME": str(home), "KEYSTONE_ENVIRONMENT": "local", **extra}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_a_server_that_cannot_be_reached_is_one_line_naming_the_url(tmp_path) -> None:

@@ -55,6 +55,7 @@ def test_weights_at_the_bounds_are_accepted() -> None:
         ("KEYSTONE_CONTEXT_EMBEDDINGS_URL", "not a url"),
         ("KEYSTONE_CONTEXT_EMBEDDINGS_EXTERNAL", "maybe"),
         ("VENKAI_RETRIEVAL_MAX_CANDIDATES", "0"),
+        ("KEYSTONE_MCP_API_URL", "not a url"),
     ],
 )
 def test_an_invalid_value_names_its_variable(variable: str, value: str) -> None:

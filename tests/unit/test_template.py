@@ -235,8 +235,10 @@ def test_every_http_route_is_on_the_api_behind_the_default_authorizer() -> None:
         for name, event in _events(function, "HttpApi").items():
             assert event.get("ApiId") == {"Ref": "HttpApi"}, f"{function}.{name} has no ApiId"
             assert "Auth" not in event, f"{function}.{name} overrides the default authorizer"
-            # the memory API's paths are the spec's: /api/context/{project_id}[...]
-            assert event["Path"].startswith(("/api/v1/", "/api/context/")), f"{function}.{name}"
+            # the memory API's paths are the spec's: /api/context/{project_id}[...]; the MCP
+            # server's is the issue's, /mcp
+            path = event["Path"]
+            assert path.startswith(("/api/v1/", "/api/context/")) or path == "/mcp", name
             routes.append((event["Method"].upper(), event["Path"]))
     assert len(routes) == len(set(routes)), "a route is declared twice"
     assert ("POST", "/api/v1/context/spaces") in routes
@@ -265,6 +267,21 @@ def test_the_minutely_sweep_runs_unless_chain_sweep_is_disabled(sweep: str, stat
 
 def test_the_bootstrap_function_is_a_stack_output() -> None:
     assert _template()["Outputs"]["MigrateFunctionName"]["Value"] == {"Ref": "MigrateFunction"}
+
+
+def test_the_mcp_server_serves_mcp_with_no_secret_and_the_api_url_parameter() -> None:
+    routes = {(e["Method"], e["Path"]) for e in _events("McpFunction", "HttpApi").values()}
+    props = _resources()["McpFunction"]["Properties"]
+    variables = props["Environment"]["Variables"]
+
+    assert routes == {("POST", "/mcp"), ("GET", "/mcp"), ("DELETE", "/mcp")}
+    # Every call it makes is the API's, with the caller's credential: it reads nothing itself.
+    assert "Policies" not in props
+    assert _ref(variables["KEYSTONE_MCP_API_URL"]) == "McpApiUrl"
+    assert _template()["Parameters"]["McpApiUrl"]["Default"] == ""
+    # Its packages beyond the layer, and the client package outside its folder (Makefile).
+    assert _resources()["McpFunction"]["Metadata"]["BuildMethod"] == "makefile"
+    assert (ROOT / props["CodeUri"] / "Makefile").read_text().count("build-McpFunction:") == 1
 
 
 def test_the_authorizer_is_not_itself_routed() -> None:

@@ -35,6 +35,12 @@ FUNCTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Functions on the HTTP API that speak another protocol than this REST API, so are not built from
+#: routers and not in the OpenAPI document: the MCP server (streamable HTTP, JSON-RPC; its
+#: contract is MCP's, docs/mcp.md).
+OTHER_PROTOCOLS: frozenset[str] = frozenset({"mcp"})
+
+
 def _modules(function: str) -> list[ModuleType]:
     return [importlib.import_module(f"context_ledger.http.{m}") for m in FUNCTIONS[function]]
 

@@ -1,4 +1,5 @@
-"""Wrap a FastAPI app as a Lambda handler for HTTP API events."""
+"""Wrap an ASGI app (a function's FastAPI app, the MCP server) as a Lambda handler for HTTP API
+events."""
 
 from __future__ import annotations
 
@@ -6,15 +7,15 @@ from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.logging import correlation_paths
-from fastapi import FastAPI
 from mangum import Mangum
+from mangum.types import ASGI
 
 from context_ledger.log import logger
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
-def lambda_handler(app: FastAPI) -> LambdaHandler:
+def lambda_handler(app: ASGI) -> LambdaHandler:
     """Mangum adapter with the API Gateway request id as every log line's correlation id."""
     adapter = Mangum(app, lifespan="off")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import Request
@@ -17,10 +18,18 @@ ORG_KEYS = frozenset({"orgId", "organisationId", "organizationId", "org_id"})
 USER_KEYS = frozenset({"userId", "user_id"})
 
 
-def _authorizer_context(request: Request) -> dict[str, Any]:
-    event = request.scope.get("aws.event") or {}
+def verified_principal(scope: Mapping[str, Any]) -> Principal:
+    """The caller the authorizer verified, from the ASGI scope of a Lambda event (Mangum puts the
+    event there), or :class:`UnauthorizedError`: a refused credential, or no authorizer at all."""
+    event = scope.get("aws.event") or {}
     authorizer = (event.get("requestContext") or {}).get("authorizer") or {}
-    return authorizer.get("lambda") or {}
+    context = authorizer.get("lambda") or {}
+    if AUTH_ERROR_KEY in context:
+        raise UnauthorizedError(str(context[AUTH_ERROR_KEY]))
+    try:
+        return Principal.from_authorizer_context(context)
+    except (KeyError, ValueError) as exc:
+        raise UnauthorizedError("no verified credential") from exc
 
 
 def _refuse_foreign_identity(principal: Principal, fields: dict[str, Any]) -> None:
@@ -33,13 +42,7 @@ def _refuse_foreign_identity(principal: Principal, fields: dict[str, Any]) -> No
 
 async def current_principal(request: Request) -> Principal:
     """FastAPI dependency: the verified caller, or 401."""
-    context = _authorizer_context(request)
-    if AUTH_ERROR_KEY in context:
-        raise UnauthorizedError(str(context[AUTH_ERROR_KEY]))
-    try:
-        principal = Principal.from_authorizer_context(context)
-    except (KeyError, ValueError) as exc:
-        raise UnauthorizedError("no verified credential") from exc
+    principal = verified_principal(request.scope)
     _refuse_foreign_identity(principal, dict(request.query_params))
     body = await request.body()
     if body and request.headers.get("content-type", "").startswith("application/json"):

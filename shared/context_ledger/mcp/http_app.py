@@ -1,0 +1,111 @@
+"""``McpFunction``: the tools over streamable HTTP at ``/mcp``, behind the API's authorizer.
+
+Stateless, with JSON answers, so it fits Lambda: every POST is one JSON-RPC message answered in
+its own invocation, with no session to keep and no stream left open (a fresh SDK session
+manager per request; docs/decisions.md, "The MCP server"). A ``GET`` (the optional stream of
+server-initiated messages) and a ``DELETE`` (ending a session) are ``405``, as the transport's
+specification has it for a server without them.
+
+The caller's bearer credential is checked by the authorizer like on every route (a refused one
+is ``401`` here, before any MCP), then forwarded unchanged to the API, so each tool call is the
+caller's own request. The API is ``KEYSTONE_MCP_API_URL``, else the URL this request came in on:
+the API Gateway domain in AWS, the local runtime's own address under ``make dev``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mcp.server.mcpserver import Context
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import INVALID_REQUEST, ErrorData, JSONRPCError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from context_ledger.auth.authorizer import bearer_token
+from context_ledger.errors import UnauthorizedError
+from context_ledger.http.principal import verified_principal
+from context_ledger.mcp import CLIENT_NAME
+from context_ledger.mcp.tools import build_server
+from context_ledger.settings import get_settings
+from context_ledger_client import AsyncContextLedger
+
+MCP_PATH = "/mcp"
+_DEFAULT_PORTS = {"https": "443", "http": "80"}
+#: No Host/Origin allow-list: the API's hosts vary (execute-api, custom domains, loopback), and
+#: the credential is a bearer header that a browser never attaches by itself, so a page that
+#: reaches the endpoint through DNS rebinding has nothing to call the API with.
+_TRANSPORT_SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
+def create_mcp_app() -> ASGIApp:
+    """The function's ASGI app (one MCP server per process; one session manager per request)."""
+    server = build_server(_caller_client)
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return  # Lambda has no lifespan: each request starts what it needs
+        try:
+            verified_principal(scope)
+        except UnauthorizedError as exc:
+            await _unauthorized(exc)(scope, receive, send)
+            return
+        if scope["method"] != "POST":
+            await _method_not_allowed()(scope, receive, send)
+            return
+        # The SDK's stateless manager runs once; a fresh one serves this request alone.
+        streamable = server.streamable_http_app(
+            streamable_http_path=MCP_PATH,
+            stateless_http=True,
+            json_response=True,
+            transport_security=_TRANSPORT_SECURITY,
+        )
+        async with streamable.router.lifespan_context(streamable):
+            await streamable(scope, receive, send)
+
+    return app
+
+
+def _caller_client(ctx: Context) -> AsyncContextLedger:
+    """A client calling the API as the caller of this HTTP request."""
+    request = ctx.request_context.request
+    assert isinstance(request, Request)  # the streamable HTTP transport hands its request here
+    token = bearer_token(dict(request.headers))
+    return AsyncContextLedger(api_url(request.scope), token, client_name=CLIENT_NAME)
+
+
+def api_url(scope: Mapping[str, Any]) -> str:
+    """``KEYSTONE_MCP_API_URL``, else the origin the Lambda event says the request reached:
+    ``requestContext.domainName`` (set by API Gateway, never by the caller), with the scheme and
+    port API Gateway forwards (the ``$default`` stage has no path prefix)."""
+    configured = get_settings().mcp_api_url
+    if configured:
+        return configured.rstrip("/")
+    event = scope["aws.event"]
+    headers = event.get("headers") or {}
+    scheme = headers.get("x-forwarded-proto", "https")
+    port = headers.get("x-forwarded-port")
+    origin = f"{scheme}://{event['requestContext']['domainName']}"
+    return origin if port in (None, _DEFAULT_PORTS.get(scheme)) else f"{origin}:{port}"
+
+
+def _unauthorized(exc: UnauthorizedError) -> Response:
+    """The API's own 401, as any route answers a refused credential."""
+    challenge = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
+    return JSONResponse(exc.body(), status_code=exc.status, headers=challenge)
+
+
+def _method_not_allowed() -> Response:
+    body = JSONRPCError(
+        jsonrpc="2.0",
+        id=None,
+        error=ErrorData(code=INVALID_REQUEST, message="Method Not Allowed: POST JSON-RPC messages"),
+    )
+    return Response(
+        body.model_dump_json(by_alias=True, exclude_unset=True),
+        status_code=405,
+        media_type="application/json",
+        headers={"Allow": "POST"},
+    )

@@ -1,0 +1,227 @@
+"""What the tools answer: text for the model, and structured output for the agent's code.
+
+The text is what an LLM reads and cites: each chunk numbered, with its path and lines, symbol,
+level, score and tokens, related code marked with the ranked chunk it relates to, the content in
+a fence; then what to do with the ids. The structured output carries the ids and the citation
+fields under the API's own names (camelCase for retrieval, snake_case for the memory API), not
+the contents again: those are in the text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from context_ledger_client import Chunk, Memory, PendingRevision, RelevantMemories, RetrieveResult
+
+#: how each relation reads from the related chunk's side ("[1] calls this")
+_RELATION = {
+    "calls": "[{anchor}] calls this",
+    "called_by": "this calls [{anchor}]",
+    "tested_by": "this tests [{anchor}]",
+}
+_BACKTICKS = re.compile(r"`{3,}")
+
+
+class _CamelModel(BaseModel):
+    """The context API's names on the wire (``requestId``), Python's in code."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class CitedChunk(_CamelModel):
+    """A delivered chunk without its content: what citing it and finding it again take."""
+
+    id: str
+    path: str
+    lines: str
+    symbol: str | None
+    title: str | None
+    level: str
+    kind: str
+    score: float
+    tokens: int
+    source_id: str
+    related_to: str | None = None
+    related_relation: str | None = None
+
+
+class RetrieveOutput(_CamelModel):
+    request_id: str
+    attribution_id: str
+    tokens_used: int
+    search_mode: str
+    warnings: list[str]
+    chunks: list[CitedChunk]
+
+
+class FoundMemory(BaseModel):
+    id: str
+    type: str
+    content: str
+    score: float
+    similarity: float
+    importance: float
+    confidence: float
+    agent_key: str | None
+    justification: str
+    metadata: dict[str, Any]
+
+
+class SearchMemoriesOutput(BaseModel):
+    project_id: str
+    query: str
+    memories: list[FoundMemory]
+
+
+class AddMemoryOutput(BaseModel):
+    id: str
+    project_id: str
+    #: ``accepted``: served from now on; ``pending``: waits for an administrator's review
+    state: Literal["accepted", "pending"]
+    revision: int | None
+
+
+class LinkOutput(_CamelModel):
+    attribution_id: str
+    request_id: str
+    response_id: str
+
+
+def retrieval(query: str, result: RetrieveResult) -> tuple[str, RetrieveOutput]:
+    chunks = result.chunks
+    number = {chunk.id: index for index, chunk in enumerate(chunks, 1)}
+    ids = f"requestId {result.request_id}, attributionId {result.attribution_id}"
+    if chunks:
+        count = f"{len(chunks)} chunk{'s' if len(chunks) > 1 else ''}"
+        lines = [
+            f'{count} for "{query}" ({result.tokens_used} tokens, {result.search_mode} search). '
+            "Cite a chunk by its path and lines.",
+            f"{ids}: once your answer uses this context, call link_response with this "
+            "attributionId and the answer's id.",
+        ]
+    else:
+        lines = [
+            f'No chunk for "{query}" in the spaces you may search ({result.search_mode} search).',
+            f"{ids}.",
+        ]
+    lines += [f"warning: {warning}" for warning in result.warnings]
+    for index, chunk in enumerate(chunks, 1):
+        lines += ["", f"[{index}] {_heading(chunk, number)}", _fenced(chunk)]
+    output = RetrieveOutput(
+        request_id=result.request_id,
+        attribution_id=result.attribution_id,
+        tokens_used=result.tokens_used,
+        search_mode=result.search_mode,
+        warnings=list(result.warnings),
+        chunks=[_cited(chunk) for chunk in chunks],
+    )
+    return "\n".join(lines), output
+
+
+def _heading(chunk: Chunk, number: dict[str, int]) -> str:
+    place = chunk.path + (f":{chunk.lines}" if chunk.lines else "")
+    name = f" ({chunk.symbol or chunk.title})" if chunk.symbol or chunk.title else ""
+    if chunk.related_to is None:
+        return f"{place}{name} | {chunk.level} | score {chunk.score:.3f} | {chunk.tokens} tokens"
+    anchor = number.get(chunk.related_to, chunk.related_to)
+    relation = _RELATION.get(chunk.related_relation or "", "related to [{anchor}]")
+    return (
+        f"related code, {relation.format(anchor=anchor)}: {place}{name} | {chunk.level} | "
+        f"{chunk.tokens} tokens"
+    )
+
+
+def _fenced(chunk: Chunk) -> str:
+    """The content in a fence longer than any backtick run inside it, so it cannot close early."""
+    longest = max((len(run) for run in _BACKTICKS.findall(chunk.content)), default=2)
+    fence = "`" * (longest + 1)
+    return f"{fence}{chunk.language or ''}\n{chunk.content.rstrip()}\n{fence}"
+
+
+def _cited(chunk: Chunk) -> CitedChunk:
+    return CitedChunk(
+        id=chunk.id,
+        path=chunk.path,
+        lines=chunk.lines,
+        symbol=chunk.symbol,
+        title=chunk.title,
+        level=chunk.level,
+        kind=chunk.kind,
+        score=chunk.score,
+        tokens=chunk.tokens,
+        source_id=chunk.source_id,
+        related_to=chunk.related_to,
+        related_relation=chunk.related_relation,
+    )
+
+
+def memories(found: RelevantMemories) -> tuple[str, SearchMemoriesOutput]:
+    ranked = found.memories
+    count = f"{len(ranked)} memor{'ies' if len(ranked) != 1 else 'y'}"
+    lines = [f'{count} of project {found.project_id} for "{found.query}", best first']
+    for index, memory in enumerate(ranked, 1):
+        agent = f" | agent {memory.agent_key}" if memory.agent_key else ""
+        lines += [
+            "",
+            f"[{index}] {memory.type} | score {memory.score:.3f} | importance "
+            f"{memory.importance:g}{agent} | id {memory.id}",
+            memory.content,
+        ]
+        if memory.metadata:
+            lines.append(f"metadata: {json.dumps(dict(memory.metadata), ensure_ascii=False)}")
+    output = SearchMemoriesOutput(
+        project_id=found.project_id,
+        query=found.query,
+        memories=[
+            FoundMemory(
+                id=m.id,
+                type=m.type,
+                content=m.content,
+                score=m.score,
+                similarity=m.similarity,
+                importance=m.importance,
+                confidence=m.confidence,
+                agent_key=m.agent_key,
+                justification=m.justification,
+                metadata=dict(m.metadata),
+            )
+            for m in ranked
+        ],
+    )
+    return "\n".join(lines), output
+
+
+def written(memory: Memory | PendingRevision) -> tuple[str, AddMemoryOutput]:
+    if isinstance(memory, PendingRevision):
+        text = (
+            f"Stored as revision {memory.revision} of memory {memory.id} in project "
+            f"{memory.project_id}, pending review: it is not served until an administrator "
+            "accepts it."
+        )
+        output = AddMemoryOutput(
+            id=memory.id, project_id=memory.project_id, state="pending", revision=memory.revision
+        )
+        return text, output
+    text = (
+        f"Stored memory {memory.id} in project {memory.project_id} ({memory.type}, importance "
+        f"{memory.importance:g}): search_memories finds it from now on."
+    )
+    output = AddMemoryOutput(
+        id=memory.id, project_id=memory.project_id, state="accepted", revision=None
+    )
+    return text, output
+
+
+def linked(attribution_id: str, request_id: str, response_id: str) -> tuple[str, LinkOutput]:
+    text = (
+        f"Linked response {response_id} to retrieval {attribution_id} (request {request_id}) in "
+        "the evidence chain."
+    )
+    return text, LinkOutput(
+        attribution_id=attribution_id, request_id=request_id, response_id=response_id
+    )

@@ -1,0 +1,482 @@
+"""The MCP server driven by the MCP SDK's own client over both transports, against the real local
+stack: stdio (``context-ledger mcp`` as an agent starts it) and streamable HTTP (``/mcp`` on the
+local API Gateway, behind the authorizer, McpFunction calling the API back at the runtime's own
+URL). Every tool call is a real API request with the caller's credential."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from api_support import bearer, clean_env, free_port, run_coroutine
+from mcp import Client, ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from context_ledger import __version__
+from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
+from context_ledger.local.dev_url import write_dev_url
+from context_ledger.settings import get_settings
+from context_ledger_client import ContextLedger
+
+CL = str(Path(sys.executable).parent / "context-ledger")
+TOOLS = {"retrieve_context", "search_memories", "add_memory", "link_response"}
+CODE = '''def authorise_refund(order, amount):
+    """A refund is authorised when the amount is at most what was paid."""
+    return amount <= order.paid and check_fraud(order)
+
+
+def check_fraud(order):
+    return order.score < 0.8
+'''
+
+Session = Callable[[str], Any]  # token -> async context manager of an initialised ClientSession
+
+
+@pytest.fixture(params=["stdio", "http"])
+def transport(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def connect(transport: str, runtime, tmp_path: Path) -> Session:
+    """``connect(token)``: an initialised SDK client session over the test's transport."""
+    if transport == "http":
+        return lambda token: http_session(runtime.url, token)
+    return lambda token: stdio_session(runtime.url, token, tmp_path)
+
+
+@asynccontextmanager
+async def stdio_session(
+    url: str | None, token: str | None, home: Path, **env: str
+) -> AsyncIterator[ClientSession]:
+    """``context-ledger mcp`` started as an agent's configuration starts it."""
+    args = ["mcp", *(["--url", url] if url else []), *(["--token", token] if token else [])]
+    params = StdioServerParameters(command=CL, args=args, env=clean_env(home, **env))
+    with (home / "mcp-stderr.log").open("a") as log:
+        async with (
+            stdio_client(params, errlog=log) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            yield session
+
+
+@asynccontextmanager
+async def http_session(
+    url: str, token: str, hooks: dict[str, list[Any]] | None = None
+) -> AsyncIterator[ClientSession]:
+    """The SDK's streamable HTTP client at ``/mcp`` with the bearer credential."""
+    async with (
+        httpx2.AsyncClient(headers=bearer(token), timeout=60, event_hooks=hooks) as client,
+        streamable_http_client(f"{url}/mcp", http_client=client) as streams,
+        ClientSession(*streams) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def run(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    return run_coroutine(coroutine)
+
+
+async def call(connect: Session, token: str, tool: str, **arguments: Any) -> CallToolResult:
+    async with connect(token) as session:
+        return await session.call_tool(tool, arguments)
+
+
+def text(result: CallToolResult) -> str:
+    [block] = result.content
+    assert block.type == "text"
+    return block.text
+
+
+@pytest.fixture
+def world(runtime, org, token, tmp_path: Path) -> dict[str, str]:
+    """A team with a project holding an indexed codebase, alice allowed to search the team."""
+    admin = token(org, "root", SCOPE_CONTEXT_ADMIN)
+    folder = tmp_path / "code"
+    folder.mkdir()
+    (folder / "refunds.py").write_text(CODE)
+    with ContextLedger(runtime.url, admin) as cl:
+        team = cl.create_space("Payments", level="team")
+        project = cl.create_space("Billing", level="project", parent_id=team.id)
+        cl.grant(team.id, "user:alice", ["context:space:search"])
+        source = cl.create_source(project.id, "billing code", kind="codebase")
+        cl.index_folder(source.id, folder)
+    return {
+        "admin": admin,
+        "alice": token(org, "alice"),
+        "mallory": token(org, "mallory"),
+        "team": team.id,
+        "project": project.id,
+    }
+
+
+def test_the_four_tools_are_listed_with_the_apis_rules(connect, world) -> None:
+    async def listed() -> dict[str, Any]:
+        async with connect(world["alice"]) as session:
+            return {tool.name: tool for tool in (await session.list_tools()).tools}
+
+    tools = run(listed())
+
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert "call" in tool.description.lower(), tool.name
+        assert tool.output_schema is not None, tool.name
+    retrieve = tools["retrieve_context"].input_schema
+    assert retrieve["required"] == ["query"]
+    assert retrieve["properties"]["query"]["maxLength"] == 8000
+    assert retrieve["properties"]["token_budget"]["minimum"] == 0
+    kinds = retrieve["properties"]["source_kinds"]["anyOf"][0]["items"]["enum"]
+    assert set(kinds) == {
+        "codebase",
+        "docs",
+        "conversations",
+        "issues",
+        "workspace_live",
+        "regulatory",
+        "custom",
+    }
+    memory = tools["add_memory"].input_schema["properties"]
+    assert (memory["importance"]["minimum"], memory["importance"]["maximum"]) == (0, 1)
+    assert "decision" in memory["type"]["enum"]
+    link = tools["link_response"].input_schema
+    assert link["properties"]["response_id"]["maxLength"] == 256
+    assert set(link["required"]) == {"attribution_id", "response_id"}
+
+
+def test_retrieve_context_answers_citable_chunks_and_the_retrievals_ids(
+    connect, world, runtime
+) -> None:
+    result = run(
+        call(
+            connect,
+            world["alice"],
+            "retrieve_context",
+            query="authorise refund",
+            space_id=world["project"],
+            token_budget=1000,
+        )
+    )
+
+    assert not result.is_error, text(result)
+    shown = text(result)
+    assert "[1] refunds.py:1-3 (authorise_refund) | project | score " in shown
+    assert "related code, [1] calls this: refunds.py:6-7 (check_fraud) | project |" in shown
+    assert "```python\ndef authorise_refund(order, amount):" in shown
+    ids = result.structured_content
+    assert ids is not None
+    assert f"attributionId {ids['attributionId']}" in shown
+    assert [c["path"] for c in ids["chunks"]] == ["refunds.py", "refunds.py"]
+    assert ids["chunks"][1]["relatedRelation"] == "calls"
+    with ContextLedger(runtime.url, world["admin"]) as cl:
+        record = cl.wait_for_attribution(ids["attributionId"])
+    assert record.request_id == ids["requestId"]
+    assert record.user_id == "alice"
+    client = record.record["client"]
+    assert (client["clientName"], client["clientVersion"]) == ("context-ledger-mcp", __version__)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_the_sdks_client_on_the_current_protocol_version_is_served_alike(
+    runtime, world, transport: str, tmp_path: Path
+) -> None:
+    async def discover_and_retrieve() -> tuple[str, CallToolResult]:
+        async with AsyncExitStack() as stack:
+            if transport == "stdio":
+                args = ["mcp", "--url", runtime.url, "--token", world["alice"]]
+                server: Any = StdioServerParameters(
+                    command=CL, args=args, env=clean_env(tmp_path / "home")
+                )
+            else:
+                http = httpx2.AsyncClient(headers=bearer(world["alice"]), timeout=60)
+                await stack.enter_async_context(http)
+                server = streamable_http_client(f"{runtime.url}/mcp", http_client=http)
+            client = await stack.enter_async_context(Client(server))  # probes server/discover
+            arguments = {"query": "authorise refund", "space_id": world["project"]}
+            return client.protocol_version, await client.call_tool("retrieve_context", arguments)
+
+    version, result = run(discover_and_retrieve())
+
+    assert version in MODERN_PROTOCOL_VERSIONS
+    assert not result.is_error, text(result)
+    assert "[1] refunds.py:1-3 (authorise_refund)" in text(result)
+
+
+def test_link_response_records_the_answer_in_the_evidence_chain(connect, world, runtime) -> None:
+    async def retrieve_and_link() -> tuple[CallToolResult, CallToolResult, CallToolResult]:
+        async with connect(world["alice"]) as session:
+            found = await session.call_tool(
+                "retrieve_context", {"query": "refund", "space_id": world["team"]}
+            )
+            assert found.structured_content is not None
+            attribution = found.structured_content["attributionId"]
+            arguments = {"attribution_id": attribution, "response_id": "answer-1"}
+            first = await session.call_tool("link_response", arguments)
+            again = await session.call_tool("link_response", arguments)
+            return found, first, again
+
+    found, first, again = run(retrieve_and_link())
+
+    assert not first.is_error, text(first)
+    assert not again.is_error, text(again)  # idempotent
+    assert first.structured_content is not None
+    assert found.structured_content is not None
+    attribution = found.structured_content["attributionId"]
+    assert first.structured_content == {
+        "attributionId": attribution,
+        "requestId": found.structured_content["requestId"],
+        "responseId": "answer-1",
+    }
+    with ContextLedger(runtime.url, world["admin"]) as cl:
+        links = cl.attribution(attribution).links
+    assert [link.response_id for link in links] == ["answer-1"]
+
+
+def test_add_memory_then_search_memories_recalls_it(connect, world) -> None:
+    async def remember_and_recall() -> tuple[CallToolResult, CallToolResult]:
+        async with connect(world["admin"]) as session:
+            added = await session.call_tool(
+                "add_memory",
+                {
+                    "project": "billing",
+                    "content": "Refunds above 500 EUR need a second approver.",
+                    "type": "constraint",
+                    "importance": 0.9,
+                    "agent_key": "planner",
+                    "metadata": {"ticket": "PAY-7"},
+                },
+            )
+            found = await session.call_tool(
+                "search_memories", {"project": "billing", "query": "refund approver"}
+            )
+            return added, found
+
+    added, found = run(remember_and_recall())
+
+    assert not added.is_error, text(added)
+    assert added.structured_content is not None
+    memory_id = added.structured_content["id"]
+    assert added.structured_content["state"] == "accepted"
+    assert text(added).startswith(f"Stored memory {memory_id} in project billing (constraint")
+    assert not found.is_error, text(found)
+    assert found.structured_content is not None
+    [recalled] = found.structured_content["memories"]
+    assert (recalled["id"], recalled["type"], recalled["agent_key"]) == (
+        memory_id,
+        "constraint",
+        "planner",
+    )
+    assert recalled["metadata"] == {"ticket": "PAY-7"}
+    assert f"[1] constraint | score {recalled['score']:.3f} | importance 0.9" in text(found)
+    assert "Refunds above 500 EUR need a second approver." in text(found)
+
+
+def test_a_space_the_caller_may_not_search_is_a_tool_error_with_the_apis_code(
+    connect, world
+) -> None:
+    result = run(
+        call(connect, world["mallory"], "retrieve_context", query="refund", space_id=world["team"])
+    )
+
+    assert result.is_error
+    assert text(result) == "404 context.space.not_found: space not found"
+    assert result.structured_content is None
+
+
+def test_an_unknown_memory_project_is_a_tool_error_with_the_apis_code(connect, world) -> None:
+    result = run(call(connect, world["alice"], "search_memories", project="nowhere"))
+
+    assert result.is_error
+    assert text(result) == "404 memory.project.not_found: project not found"
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field"),
+    [
+        ("retrieve_context", {"query": ""}, "query"),
+        ("retrieve_context", {"query": "x", "token_budget": -1}, "token_budget"),
+        ("retrieve_context", {"query": "x", "source_kinds": ["nonsense"]}, "source_kinds"),
+        ("add_memory", {"project": "has space", "content": "x"}, "project"),
+        ("add_memory", {"project": "billing", "content": "x", "importance": 2}, "importance"),
+        ("link_response", {"attribution_id": "a", "response_id": "r" * 257}, "response_id"),
+    ],
+)
+def test_arguments_that_break_the_apis_rules_are_a_tool_error_naming_the_field(
+    connect, world, tool: str, arguments: dict[str, Any], field: str
+) -> None:
+    result = run(call(connect, world["alice"], tool, **arguments))
+
+    assert result.is_error
+    assert field in text(result)
+
+
+def test_over_stdio_a_bad_credential_is_a_tool_error_401(runtime, world, tmp_path) -> None:
+    async def with_bad_token() -> tuple[set[str], CallToolResult]:
+        async with stdio_session(runtime.url, "not-a-token", tmp_path) as session:
+            listed = {tool.name for tool in (await session.list_tools()).tools}
+            return listed, await session.call_tool("retrieve_context", {"query": "refund"})
+
+    listed, result = run(with_bad_token())
+
+    assert listed == TOOLS  # listing calls no API: the credential is first refused by a call
+    assert result.is_error
+    assert text(result).startswith("401 unauthorized: ")
+
+
+def test_over_http_a_bad_credential_is_refused_with_401_before_any_mcp(runtime, world) -> None:
+    answers: list[httpx2.Response] = []
+
+    async def keep(response: httpx2.Response) -> None:
+        await response.aread()
+        answers.append(response)
+
+    async def initialise() -> None:
+        async with http_session(runtime.url, "not-a-token", {"response": [keep]}):
+            pass
+
+    with pytest.raises(BaseExceptionGroup) as raised:  # the SDK's task groups wrap it
+        run(initialise())
+
+    assert raised.group_contains(MCPError, match="Server returned an error response")
+
+    [refused] = answers
+    assert refused.status_code == 401
+    assert refused.json()["error"]["code"] == "unauthorized"
+    assert refused.headers["www-authenticate"].startswith("Bearer")
+    missing = httpx.post(f"{runtime.url}/mcp", json={}, timeout=30)
+    assert (missing.status_code, missing.json()) == (401, {"message": "Unauthorized"})
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_over_http_the_stream_and_session_methods_are_405(runtime, world, method: str) -> None:
+    headers = {**bearer(world["alice"]), "Accept": "text/event-stream"}
+
+    answer = httpx.request(method, f"{runtime.url}/mcp", headers=headers, timeout=30)
+
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == "POST"
+    assert answer.json()["error"]["message"].startswith("Method Not Allowed")
+
+
+def test_an_unreachable_api_is_a_tool_error_and_the_server_keeps_serving(
+    connect, transport, world, monkeypatch, tmp_path
+) -> None:
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    if transport == "http":
+        # The runtime's functions share this process: McpFunction reads its setting per request.
+        monkeypatch.setenv("KEYSTONE_MCP_API_URL", nowhere)
+        get_settings.cache_clear()
+
+    async def twice() -> list[CallToolResult]:
+        if transport == "stdio":
+            session_of = stdio_session(nowhere, world["alice"], tmp_path)
+        else:
+            session_of = connect(world["alice"])
+        async with session_of as session:
+            return [
+                await session.call_tool("retrieve_context", {"query": "refund"}) for _ in range(2)
+            ]
+
+    try:
+        results = run(twice())
+    finally:
+        monkeypatch.delenv("KEYSTONE_MCP_API_URL", raising=False)
+        get_settings.cache_clear()
+
+    for result in results:
+        assert result.is_error
+        assert text(result).startswith(f"unreachable: cannot reach {nowhere}: ")
+
+
+def test_mcp_finds_the_running_dev_server_and_the_token_in_the_environment(
+    runtime, world, tmp_path
+) -> None:
+    home = tmp_path / "home"
+    write_dev_url(home, runtime.url)
+
+    async def retrieve() -> CallToolResult:
+        token = {"CONTEXT_LEDGER_TOKEN": world["alice"]}
+        async with stdio_session(None, None, tmp_path, CONTEXT_LEDGER_HOME=str(home), **token) as s:
+            return await s.call_tool(
+                "retrieve_context", {"query": "refund", "space_id": world["project"]}
+            )
+
+    result = run(retrieve())
+
+    assert not result.is_error, text(result)
+    assert "refunds.py" in text(result)
+
+
+def test_mcp_without_a_token_says_how_to_give_one(tmp_path) -> None:
+    ran = subprocess.run(
+        [CL, "mcp"], env=clean_env(tmp_path), capture_output=True, text=True, timeout=60
+    )
+
+    assert ran.returncode == 2
+    assert ran.stdout == ""
+    assert ran.stderr == "context-ledger: give --token or set CONTEXT_LEDGER_TOKEN\n"
+
+
+def test_the_sample_event_lists_the_tools_through_the_function(runtime) -> None:
+    event = json.loads((Path(__file__).parents[2] / "events/mcp-tools-list.json").read_text())
+
+    # On a thread of its own, as the runtime's HTTP server calls it: the main thread's event loop
+    # is whatever the tests before left.
+    with ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(runtime.invoke, "McpFunction", event).result()
+
+    assert answer["statusCode"] == 200
+    listed = json.loads(answer["body"])["result"]["tools"]
+    assert {tool["name"] for tool in listed} == TOOLS
+
+
+def readme_agent_configurations() -> list[dict[str, Any]]:
+    """The stdio server entries of the README's "Use it from an agent" JSON blocks."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Use it from an agent", 1)[1].split("\n## ", 1)[0]
+    blocks = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", section, re.S)]
+    return [
+        entry
+        for block in blocks
+        for entry in (block.get("mcpServers") or block.get("servers") or {}).values()
+    ]
+
+
+@pytest.mark.parametrize("entry", readme_agent_configurations(), ids=["mcpServers", "servers"])
+def test_the_readmes_agent_configurations_start_a_server_that_answers(
+    runtime, world, tmp_path, entry: dict[str, Any]
+) -> None:
+    home = tmp_path / "home"
+    write_dev_url(home, runtime.url)  # the make dev of that home
+
+    def filled(value: str) -> str:
+        value = value.replace("/path/to/context-ledger/.venv/bin/", f"{Path(CL).parent}/")
+        value = value.replace("/path/to/context-ledger/.context-ledger", str(home))
+        return re.sub(r"^(ctxl_\.\.\.|\$\{input:[\w-]+\})$", world["alice"], value)
+
+    async def retrieve() -> CallToolResult:
+        env = {**clean_env(tmp_path), **{k: filled(v) for k, v in entry["env"].items()}}
+        params = StdioServerParameters(
+            command=filled(entry["command"]), args=entry["args"], env=env
+        )
+        async with stdio_client(params) as streams, ClientSession(*streams) as session:
+            await session.initialize()
+            return await session.call_tool("retrieve_context", {"query": "refund"})
+
+    assert entry.get("type", "stdio") == "stdio"
+    result = run(retrieve())
+
+    assert not result.is_error, text(result)

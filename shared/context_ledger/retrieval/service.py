@@ -27,7 +27,7 @@ from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.evidence.canonical import format_timestamp
 from context_ledger.memory.chunks import IDENTIFIER_KEYS as MEMORY_IDENTIFIER_KEYS
 from context_ledger.memory.chunks import attribution_fields as memory_attribution_fields
-from context_ledger.retrieval import store
+from context_ledger.retrieval import store, warnings
 from context_ledger.retrieval.budget import fit_to_budget
 from context_ledger.retrieval.cache import CachedSearch, SearchCache
 from context_ledger.retrieval.chain import (
@@ -249,15 +249,29 @@ def _ranked_chunks(
     ]
 
 
-def _withheld_warning(withheld: list[SearchSource]) -> tuple[str, ...]:
-    """What the caller is told of the sources its spaces hold that the policy withholds."""
-    if not withheld:
-        return ()
-    classes = ", ".join(sorted({s.classification for s in withheld}))
-    return (
-        f"{len(withheld)} source(s) in the searched spaces are withheld from every caller by "
-        f"the organisation's DLP policy ({classes}); nothing of them was searched",
-    )
+def _warnings(
+    request: RetrieveRequest,
+    query: QueryVector,
+    spaces: list[SearchSpace],
+    searchable: list[SearchSource],
+    withheld: list[SearchSource],
+    *,
+    offered: list[DeliveredChunk],
+    delivered: list[DeliveredChunk],
+) -> tuple[str, ...]:
+    """What made the answer less than it could be, each in a sentence (retrieval/warnings.py)."""
+    said: list[str] = [DEGRADED_WARNING] if query.degraded else []
+    if not spaces:
+        said.append(warnings.nothing_searchable())
+    elif not searchable:
+        levels = [s.level for s in spaces]
+        space_given = request.space_id is not None
+        said.append(warnings.no_source(levels, request.kinds(), space_given=space_given))
+    if withheld:
+        said.append(warnings.withheld(withheld))
+    if offered and not delivered:
+        said.append(warnings.budget_too_small(request.token_budget, min(c.tokens for c in offered)))
+    return tuple(said)
 
 
 def _as_delivered(chunk: DeliveredChunk, delivery: Delivery) -> DeliveredChunk:
@@ -434,9 +448,8 @@ def retrieve(
         candidates, query = [], without_embedding(gate)
     ranked = _ranked_chunks(conn, principal, candidates, sources, levels, request, weights)
     delivery = Delivery(policy)
-    delivered, used = fit_to_budget(
-        (_as_delivered(c, delivery) for c in ranked), request.token_budget, lambda c: c.tokens
-    )
+    offered = [_as_delivered(c, delivery) for c in ranked]
+    delivered, used = fit_to_budget(offered, request.token_budget, lambda c: c.tokens)
     if not request.exclude_related and delivered:
         related = _related_chunks(conn, principal, delivered, sources, levels)
         extra, extra_used = fit_to_budget(
@@ -452,7 +465,9 @@ def retrieve(
         tokens_used=used,
         sources=sources,
         search_mode=query.mode,
-        warnings=((DEGRADED_WARNING,) if query.degraded else ()) + _withheld_warning(withheld),
+        warnings=_warnings(
+            request, query, spaces, searchable, withheld, offered=offered, delivered=delivered
+        ),
     )
     deps.publish(attribution_event(principal, request, answer, client=client_header))
     return answer

@@ -43,10 +43,11 @@ curl -sS -o /dev/null -w 'grant: HTTP %{http_code}\n' -X PUT "$API/api/v1/contex
   -d '{"subject":"user:alice","permissions":["context:space:search"]}'
 ALICE_TOKEN=$("$CL" token --org "$ORG_ID" --user alice --client demo-cli)
 
-step "Ingest this repository: its code into the project, its docs into the team"
+# The code and the docs are separate folders, so no text is indexed twice.
+step "Ingest this repository: its code (shared/context_ledger) into the project, its docs into the team"
 CODE_ID=$(post "/api/v1/context/spaces/$PROJECT_ID/sources" '{"kind":"codebase","name":"context-ledger code"}' | field id)
 DOCS_ID=$(post "/api/v1/context/spaces/$TEAM_ID/sources" '{"kind":"docs","name":"context-ledger docs"}' | field id)
-CONTEXT_LEDGER_TOKEN=$ADMIN_TOKEN "$CL" ingest . --source "$CODE_ID"
+CONTEXT_LEDGER_TOKEN=$ADMIN_TOKEN "$CL" ingest shared/context_ledger --source "$CODE_ID"
 CONTEXT_LEDGER_TOKEN=$ADMIN_TOKEN "$CL" ingest docs --source "$DOCS_ID"
 
 show() { "$PY" scripts/show_retrieval.py; }

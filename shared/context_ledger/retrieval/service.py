@@ -1,6 +1,12 @@
 """The retrieve use case: chain → DLP source filter → search (cached) → rank → cap per level →
 DLP redaction → budget → related code → attribution event → answer.
 
+Within one answer each delivered text comes once: a chunk whose text as delivered (after
+redaction; SHA-256) equals that of a higher-ranked chunk already delivered is skipped before the
+budget, so it spends none of it and the evidence record does not list it. (It has used one of its
+level's ``maxPerLevel`` places: the cap runs on the search's candidates, before their rows, and so
+their texts, are read.)
+
 The search step (candidate ids and scores) is the only part cached; authorisation, DLP, the
 per-level cap, the budget and the attribution run on every request.
 """
@@ -301,6 +307,17 @@ def _as_delivered(chunk: DeliveredChunk, delivery: Delivery) -> DeliveredChunk:
     return replace(chunk, row=delivered, source=named)
 
 
+def _tokens(chunk: DeliveredChunk) -> int:
+    return chunk.tokens
+
+
+def _delivered_sha256(chunk: DeliveredChunk) -> bytes:
+    """The SHA-256 of the text the caller receives (the stored one, or the redacted one
+    :func:`_as_delivered` put in the row): two chunks with the same one deliver the same text,
+    whatever their sources, paths or levels."""
+    return bytes(chunk.row["content_sha256"])
+
+
 def _related_chunks(
     conn: psycopg.Connection,
     principal: Principal,
@@ -449,13 +466,18 @@ def retrieve(
     ranked = _ranked_chunks(conn, principal, candidates, sources, levels, request, weights)
     delivery = Delivery(policy)
     offered = [_as_delivered(c, delivery) for c in ranked]
-    delivered, used = fit_to_budget(offered, request.token_budget, lambda c: c.tokens)
+    texts: set[bytes] = set()  # the SHA-256 of every text delivered: each is delivered once
+    delivered, used = fit_to_budget(
+        offered, request.token_budget, _tokens, digest_of=_delivered_sha256, delivered=texts
+    )
     if not request.exclude_related and delivered:
         related = _related_chunks(conn, principal, delivered, sources, levels)
         extra, extra_used = fit_to_budget(
             (_as_delivered(c, delivery) for c in related),
             request.token_budget - used,
-            lambda c: c.tokens,
+            _tokens,
+            digest_of=_delivered_sha256,
+            delivered=texts,
         )
         delivered, used = delivered + extra, used + extra_used
     answer = RetrieveAnswer(

@@ -12,13 +12,25 @@ export CONTEXT_LEDGER_URL="$API"
 CL=.venv/bin/context-ledger
 PY=.venv/bin/python
 mkdir -p "$CONTEXT_LEDGER_HOME"
+LOG="$CONTEXT_LEDGER_HOME/dev.log"
 
-"$CL" dev --port "$PORT" >"$CONTEXT_LEDGER_HOME/dev.log" 2>&1 &
+# The server started here, and only it: a port in use is its one-line error (it starts nothing
+# then), and the walk-through waits for the line it prints once it listens, never for whatever
+# answers on the port. Whatever ends this script (the end, an error, Ctrl-C, a kill) stops it and
+# waits for it, so its database stops too.
+"$CL" dev --port "$PORT" >"$LOG" 2>&1 &
 server=$!
-trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
-for _ in $(seq 150); do
-  curl -s -o /dev/null "$API/api/v1/context/spaces" && break
-  kill -0 "$server" 2>/dev/null || { cat "$CONTEXT_LEDGER_HOME/dev.log"; exit 1; }
+stop_server() { kill "$server" 2>/dev/null && wait "$server" 2>/dev/null || true; }
+trap stop_server EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+until grep -q '^context-ledger: serving on ' "$LOG"; do
+  if ! kill -0 "$server" 2>/dev/null; then
+    wait "$server" || status=$?
+    # A refused start (the port, the configuration) is one line; anything else, the whole log.
+    if [ "$(wc -l <"$LOG")" -le 1 ]; then cat "$LOG" >&2; else tail -n 40 "$LOG" >&2; fi
+    exit "${status:-1}"
+  fi
   sleep 0.2
 done
 

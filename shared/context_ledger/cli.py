@@ -44,38 +44,50 @@ def _cmd_migrate(_: argparse.Namespace) -> int:
 
 def _cmd_dev(args: argparse.Namespace) -> int:
     from context_ledger.local.environment import prepare_local
+    from context_ledger.local.lifecycle import port_in_use
     from context_ledger.local.runtime import serve
 
-    env = prepare_local()
-    print(f"context-ledger: home {env.home}, serving on http://127.0.0.1:{args.port}", flush=True)
+    if port_in_use(args.port):  # before the database or anything else starts
+        return _port_taken(args.port)
     served: list[str] = []
     try:
-        serve(
-            args.template,
-            port=args.port,
-            env=env.variables(),
-            on_ready=_dev_url_recorder(env.home, served),
-        )
+        env = prepare_local()
+        try:
+            serve(
+                args.template,
+                port=args.port,
+                env=env.variables(),
+                on_ready=_dev_url_recorder(env.home, served),
+            )
+        finally:
+            _forget_dev_url(env.home, served)
+    except KeyboardInterrupt:  # Ctrl-C while starting: what started is stopped on the way out
+        return 130
     except OSError as exc:
-        if exc.errno != errno.EADDRINUSE:
+        if exc.errno != errno.EADDRINUSE:  # taken since the check: the runtime stopped itself
             raise
-        print(
-            f"context-ledger: port {args.port} is in use; pick another with --port N",
-            file=sys.stderr,
-        )
-        return 1
-    finally:
-        _forget_dev_url(env.home, served)
+        return _port_taken(args.port)
     return 0
 
 
+def _port_taken(port: int) -> int:
+    print(
+        f"context-ledger: port {port} is in use; pick another with --port N (PORT=N for make dev "
+        "and make demo)",
+        file=sys.stderr,
+    )
+    return 1
+
+
 def _dev_url_recorder(home: Path, served: list[str]) -> Callable[[str], None]:
-    """Records the URL in the home once the API listens, for the client commands to find."""
+    """Once the API listens: records its URL in the home, for the client commands to find, and
+    says so on stdout (``make demo`` waits for that line from the server it started)."""
     from context_ledger.local.dev_url import write_dev_url
 
     def record(url: str) -> None:
         served.append(url)
         write_dev_url(home, url)
+        print(f"context-ledger: serving on {url} (home {home}); Ctrl-C stops", flush=True)
 
     return record
 
@@ -474,10 +486,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from context_ledger.local.lifecycle import ended_by_signals
+
     args = build_parser().parse_args(argv)
     try:
         get_settings()
-        return args.run(args)
+        with ended_by_signals():  # a `kill` runs the exit handlers (the database's stop)
+            return args.run(args)
     except SettingsError as exc:
         print(f"context-ledger: {exc}", file=sys.stderr)
         return 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import functools
 import json
 import shlex
 import sys
@@ -17,11 +18,13 @@ import uuid
 from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from context_ledger.settings import SettingsError, get_settings
 
 if TYPE_CHECKING:  # the client package is imported by the commands that use it only
+    from context_ledger.local.environment import LocalEnvironment
+    from context_ledger.sources.upload import UploadProgress
     from context_ledger_client import ContextLedger
 
 DEFAULT_TEMPLATE = Path("template.yaml")
@@ -52,11 +55,12 @@ def _cmd_dev(args: argparse.Namespace) -> int:
     served: list[str] = []
     try:
         env = prepare_local()
+        variables = env.variables() | _own_embeddings(args, env)
         try:
             serve(
                 args.template,
                 port=args.port,
-                env=env.variables(),
+                env=variables,
                 on_ready=_dev_url_recorder(env.home, served),
             )
         finally:
@@ -68,6 +72,25 @@ def _cmd_dev(args: argparse.Namespace) -> int:
             raise
         return _port_taken(args.port)
     return 0
+
+
+def _own_embeddings(args: argparse.Namespace, env: LocalEnvironment) -> dict[str, str]:
+    """The variables pointing the stack at its own embeddings function (local/own_embeddings.py),
+    or none: ``--embeddings none``, or an endpoint configured in the shell."""
+    from context_ledger.local import own_embeddings
+
+    configured = get_settings().embeddings_url
+    if args.embeddings == "none" or configured:
+        searched = "full-text only" if not configured else "with the embeddings endpoint configured"
+        print(f"context-ledger: searching {searched}", flush=True)
+        return {}
+    key = own_embeddings.service_key(env.database_url, env.home)
+    print(
+        f"context-ledger: hybrid search, embeddings by this stack's EmbeddingsFunction "
+        f"({own_embeddings.MODEL}); full-text only: --embeddings none (make dev EMBEDDINGS=none)",
+        flush=True,
+    )
+    return own_embeddings.variables(port=args.port, key=key)
 
 
 def _port_taken(port: int) -> int:
@@ -190,7 +213,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     if not args.path.is_dir():
         print(f"context-ledger: not a folder: {args.path}", file=sys.stderr)
         return 2
-    with tqdm(unit="B", unit_scale=True, desc="uploading", file=sys.stderr) as bar:
+    with tqdm(
+        unit="B", unit_scale=True, desc="indexing", file=sys.stderr, bar_format=_INGEST_BAR
+    ) as bar:
         try:
             report = upload_folder(
                 args.path,
@@ -198,7 +223,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                 url=_service_url(args)[0],
                 token=token,
                 max_file_bytes=args.max_file_bytes,
-                progress=bar.update,
+                progress=functools.partial(_show_progress, bar),
             )
         except UploadError as exc:
             if isinstance(exc.__cause__, httpx.TransportError):
@@ -216,6 +241,29 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     for name in skipped.bad_names:
         print(f"  skipped for its name: {name}")
     return 0
+
+
+#: The ingest's progress: bytes stored (chunked, embedded) of the folder's, the ETA at that rate,
+#: then files and chunks.
+_INGEST_BAR = (
+    "{desc}: {percentage:3.0f}%|{bar:20}| {n_fmt}B/{total_fmt}B [{elapsed}<{remaining}{postfix}]"
+)
+
+
+def _show_progress(bar: Any, progress: UploadProgress) -> None:
+    bar.total = progress.total_bytes
+    chunks = f"{progress.chunks:,} chunks"
+    if progress.files < progress.total_files:
+        chunks += f" of ~{progress.expected_chunks:,}" if progress.chunks else ""
+    bar.set_postfix_str(
+        f"{progress.files:,}/{progress.total_files:,} files, {chunks}, "
+        f"{progress.embedded:,} embedded",
+        refresh=False,
+    )
+    if progress.bytes > bar.n:
+        bar.update(progress.bytes - bar.n)
+    else:  # the listing, before a batch: the totals are known already
+        bar.refresh()
 
 
 def _cmd_embeddings_server(args: argparse.Namespace) -> int:
@@ -411,6 +459,13 @@ def build_parser() -> argparse.ArgumentParser:
     dev = commands.add_parser("dev", help="serve template.yaml locally (API, queues, schedules)")
     dev.add_argument("--port", type=int, default=3000)
     dev.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE)
+    dev.add_argument(
+        "--embeddings",
+        choices=("minilm", "none"),
+        default="minilm",
+        help="minilm: hybrid search with the stack's own embeddings function (default); "
+        "none: full-text only",
+    )
     dev.set_defaults(run=_cmd_dev)
 
     commands.add_parser("migrate", help="apply pending database migrations").set_defaults(

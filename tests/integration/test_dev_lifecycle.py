@@ -8,38 +8,16 @@ starts (or attaches to) its own embedded PostgreSQL, as on a developer's machine
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-CL = str(Path(sys.executable).parent / "context-ledger")
-READY = "context-ledger: serving on "
-
-
-def shell_env(home: Path, **extra: str) -> dict[str, str]:
-    """A developer's shell: none of the test session's service variables, a home of its own."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("KEYSTONE_", "CONTEXT_LEDGER_", "AWS_", "POWERTOOLS_"))
-        and k != "DATABASE_URL"
-    }
-    return {**env, "CONTEXT_LEDGER_HOME": str(home), **extra}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from dev_support import CL, READY, ROOT, Dev, shell_env
 
 
 @pytest.fixture
@@ -55,36 +33,6 @@ def taken_port() -> Iterator[int]:
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One home for the module's servers (a new one's initdb is the slow part of a start)."""
     return tmp_path_factory.mktemp("dev-home") / "home"
-
-
-class Dev:
-    """A running ``context-ledger dev``, its output in a file."""
-
-    def __init__(self, home: Path, log: Path) -> None:
-        self.home, self.log = home, log
-        self.port = free_port()
-        with log.open("w") as out:
-            self.process = subprocess.Popen(
-                [CL, "dev", "--port", str(self.port)],
-                cwd=ROOT,
-                env=shell_env(home),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-
-    def output(self) -> str:
-        return self.log.read_text()
-
-    def wait_ready(self, timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while READY not in self.output():
-            assert self.process.poll() is None, self.output()
-            assert time.monotonic() < deadline, "dev did not start serving"
-            time.sleep(0.1)
-
-    def end(self, signum: int) -> int:
-        self.process.send_signal(signum)
-        return self.process.wait(timeout=60)
 
 
 def postmaster(home: Path) -> psutil.Process | None:
@@ -157,7 +105,7 @@ def test_the_demo_on_a_port_in_use_is_one_line_and_never_uses_the_other_server(
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])
 def test_a_running_dev_stops_its_database_and_children(home, tmp_path, signum) -> None:
-    dev = Dev(home, tmp_path / "dev.log")
+    dev = Dev(shell_env(home), tmp_path / "dev.log")
     dev.wait_ready()
     server = postmaster(home)
     assert server is not None
@@ -174,7 +122,7 @@ def test_a_kill_while_starting_stops_what_was_started(tmp_path) -> None:
     """GIVEN a new home, WHEN dev is killed once its database runs but before it serves, THEN
     the database is stopped and the half-made data directory removed."""
     home = tmp_path / "new-home"
-    dev = Dev(home, tmp_path / "dev.log")
+    dev = Dev(shell_env(home), tmp_path / "dev.log")
     deadline = time.monotonic() + 120
     while postmaster(home) is None:
         assert dev.process.poll() is None, dev.output()
@@ -194,13 +142,13 @@ def test_a_kill_while_starting_stops_what_was_started(tmp_path) -> None:
 def test_a_database_left_by_a_killed_dev_is_stopped_by_the_next_one(home, tmp_path) -> None:
     """kill -9 runs no exit handler: the database stays up and the wheel still lists the dead
     process as a holder. The next dev adopts it and stops it when it ends."""
-    killed = Dev(home, tmp_path / "killed.log")
+    killed = Dev(shell_env(home), tmp_path / "killed.log")
     killed.wait_ready()
     assert killed.end(signal.SIGKILL) == -signal.SIGKILL
     orphan = postmaster(home)
     assert orphan is not None, "nothing stops a database under kill -9"
 
-    dev = Dev(home, tmp_path / "dev.log")
+    dev = Dev(shell_env(home), tmp_path / "dev.log")
     dev.wait_ready()
     assert postmaster(home).pid == orphan.pid, "the next dev attached to it"
 

@@ -31,11 +31,11 @@ $(BIN)/context-ledger: pyproject.toml shared/requirements.txt functions/embeddin
 
 install: $(BIN)/context-ledger
 
-dev: install  ## serve template.yaml on http://127.0.0.1:3000 (PORT=N to change)
-	$(BIN)/context-ledger dev --port $${PORT:-3000}
+dev: install  ## serve template.yaml on http://127.0.0.1:3000 (PORT=N to change; EMBEDDINGS=none: full-text only)
+	@$(BIN)/context-ledger dev --port $${PORT:-3000} --embeddings $${EMBEDDINGS:-minilm}
 
 demo: install  ## start the service, walk through the README's curl steps, stop
-	bash scripts/demo.sh
+	@bash scripts/demo.sh
 
 lint: install
 	$(BIN)/ruff check .

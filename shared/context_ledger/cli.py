@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import functools
 import json
 import shlex
 import sys
@@ -18,11 +19,13 @@ import uuid
 from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from context_ledger.settings import SettingsError, get_settings
 
 if TYPE_CHECKING:  # the client package is imported by the commands that use it only
+    from context_ledger.local.environment import LocalEnvironment
+    from context_ledger.sources.upload import UploadProgress
     from context_ledger_client import ContextLedger
 
 DEFAULT_TEMPLATE = Path("template.yaml")
@@ -45,38 +48,70 @@ def _cmd_migrate(_: argparse.Namespace) -> int:
 
 def _cmd_dev(args: argparse.Namespace) -> int:
     from context_ledger.local.environment import prepare_local
+    from context_ledger.local.lifecycle import port_in_use
     from context_ledger.local.runtime import serve
 
-    env = prepare_local()
-    print(f"context-ledger: home {env.home}, serving on http://127.0.0.1:{args.port}", flush=True)
+    if port_in_use(args.port):  # before the database or anything else starts
+        return _port_taken(args.port)
     served: list[str] = []
     try:
-        serve(
-            args.template,
-            port=args.port,
-            env=env.variables(),
-            on_ready=_dev_url_recorder(env.home, served),
-        )
+        env = prepare_local()
+        variables = env.variables() | _own_embeddings(args, env)
+        try:
+            serve(
+                args.template,
+                port=args.port,
+                env=variables,
+                on_ready=_dev_url_recorder(env.home, served),
+            )
+        finally:
+            _forget_dev_url(env.home, served)
+    except KeyboardInterrupt:  # Ctrl-C while starting: what started is stopped on the way out
+        return 130
     except OSError as exc:
-        if exc.errno != errno.EADDRINUSE:
+        if exc.errno != errno.EADDRINUSE:  # taken since the check: the runtime stopped itself
             raise
-        print(
-            f"context-ledger: port {args.port} is in use; pick another with --port N",
-            file=sys.stderr,
-        )
-        return 1
-    finally:
-        _forget_dev_url(env.home, served)
+        return _port_taken(args.port)
     return 0
 
 
+def _own_embeddings(args: argparse.Namespace, env: LocalEnvironment) -> dict[str, str]:
+    """The variables pointing the stack at its own embeddings function (local/own_embeddings.py),
+    or none: ``--embeddings none``, or an endpoint configured in the shell."""
+    from context_ledger.local import own_embeddings
+
+    configured = get_settings().embeddings_url
+    if args.embeddings == "none" or configured:
+        searched = "full-text only" if not configured else "with the embeddings endpoint configured"
+        print(f"context-ledger: searching {searched}", flush=True)
+        return {}
+    key = own_embeddings.service_key(env.database_url, env.home)
+    print(
+        f"context-ledger: hybrid search, embeddings by this stack's EmbeddingsFunction "
+        f"({own_embeddings.MODEL}); full-text only: --embeddings none (make dev EMBEDDINGS=none)",
+        flush=True,
+    )
+    return own_embeddings.variables(port=args.port, key=key)
+
+
+def _port_taken(port: int) -> int:
+    print(
+        f"context-ledger: port {port} is in use; pick another with --port N (PORT=N for make dev "
+        "and make demo)",
+        file=sys.stderr,
+    )
+    return 1
+
+
 def _dev_url_recorder(home: Path, served: list[str]) -> Callable[[str], None]:
-    """Records the URL in the home once the API listens, for the client commands to find."""
+    """Once the API listens: records its URL in the home, for the client commands to find, and
+    says so on stdout (``make demo`` waits for that line from the server it started)."""
     from context_ledger.local.dev_url import write_dev_url
 
     def record(url: str) -> None:
         served.append(url)
         write_dev_url(home, url)
+        print(f"context-ledger: serving on {url} (home {home}); Ctrl-C stops", flush=True)
 
     return record
 
@@ -179,7 +214,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     if not args.path.is_dir():
         print(f"context-ledger: not a folder: {args.path}", file=sys.stderr)
         return 2
-    with tqdm(unit="B", unit_scale=True, desc="uploading", file=sys.stderr) as bar:
+    with tqdm(
+        unit="B", unit_scale=True, desc="indexing", file=sys.stderr, bar_format=_INGEST_BAR
+    ) as bar:
         try:
             report = upload_folder(
                 args.path,
@@ -187,7 +224,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                 url=_service_url(args)[0],
                 token=token,
                 max_file_bytes=args.max_file_bytes,
-                progress=bar.update,
+                progress=functools.partial(_show_progress, bar),
             )
         except UploadError as exc:
             if isinstance(exc.__cause__, httpx.TransportError):
@@ -205,6 +242,29 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     for name in skipped.bad_names:
         print(f"  skipped for its name: {name}")
     return 0
+
+
+#: The ingest's progress: bytes stored (chunked, embedded) of the folder's, the ETA at that rate,
+#: then files and chunks.
+_INGEST_BAR = (
+    "{desc}: {percentage:3.0f}%|{bar:20}| {n_fmt}B/{total_fmt}B [{elapsed}<{remaining}{postfix}]"
+)
+
+
+def _show_progress(bar: Any, progress: UploadProgress) -> None:
+    bar.total = progress.total_bytes
+    chunks = f"{progress.chunks:,} chunks"
+    if progress.files < progress.total_files:
+        chunks += f" of ~{progress.expected_chunks:,}" if progress.chunks else ""
+    bar.set_postfix_str(
+        f"{progress.files:,}/{progress.total_files:,} files, {chunks}, "
+        f"{progress.embedded:,} embedded",
+        refresh=False,
+    )
+    if progress.bytes > bar.n:
+        bar.update(progress.bytes - bar.n)
+    else:  # the listing, before a batch: the totals are known already
+        bar.refresh()
 
 
 def _cmd_embeddings_server(args: argparse.Namespace) -> int:
@@ -417,6 +477,13 @@ def build_parser() -> argparse.ArgumentParser:
     dev = commands.add_parser("dev", help="serve template.yaml locally (API, queues, schedules)")
     dev.add_argument("--port", type=int, default=3000)
     dev.add_argument("--template", type=Path, default=DEFAULT_TEMPLATE)
+    dev.add_argument(
+        "--embeddings",
+        choices=("minilm", "none"),
+        default="minilm",
+        help="minilm: hybrid search with the stack's own embeddings function (default); "
+        "none: full-text only",
+    )
     dev.set_defaults(run=_cmd_dev)
 
     commands.add_parser("migrate", help="apply pending database migrations").set_defaults(
@@ -492,10 +559,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from context_ledger.local.lifecycle import ended_by_signals
+
     args = build_parser().parse_args(argv)
     try:
         get_settings()
-        return args.run(args)
+        with ended_by_signals():  # a `kill` runs the exit handlers (the database's stop)
+            return args.run(args)
     except SettingsError as exc:
         print(f"context-ledger: {exc}", file=sys.stderr)
         return 2

@@ -89,7 +89,9 @@ def test_search_kinds_restrict_the_sources(runtime, org, token, tmp_path) -> Non
     assert (docs.returncode, bad.returncode) == (0, 1)
     docs_only, refused = docs.stdout.splitlines(), bad.stderr
 
-    assert len(docs_only) == 2  # the header and the totals: no codebase chunk
+    # the header, the totals and why nothing came: no codebase chunk
+    assert len(docs_only) == 3
+    assert docs_only[2].startswith("warning: no source was searched: the spaces searched ")
     assert refused.startswith("context-ledger: 422 validation_failed: ")
     assert len(refused.splitlines()) == 1
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from context_ledger.cli import main
 from context_ledger.db import connection
 from context_ledger.sources.searchable import current_chunks
-from context_ledger.sources.upload import UploadError, upload_folder
+from context_ledger.sources.upload import UploadError, UploadProgress, upload_folder
 
 
 @pytest.fixture
@@ -37,7 +38,7 @@ def test_a_folder_is_uploaded_in_batches_and_published(
     runtime, api, org, admin_headers, source, tmp_path
 ) -> None:
     write_repo(tmp_path, files=30)
-    progress: list[int] = []
+    progress: list[UploadProgress] = []
 
     report = upload_folder(
         tmp_path,
@@ -51,8 +52,14 @@ def test_a_folder_is_uploaded_in_batches_and_published(
     assert report.version == 1
     assert report.files == 31  # 30 modules and the .gitignore
     assert report.chunks >= 31
-    assert len(progress) > 1
-    assert sum(progress) == report.bytes
+    assert len(progress) > 3
+    # The totals are known from the start: the folder is listed first (scratch.tmp is ignored).
+    sizes = sum(p.stat().st_size for p in tmp_path.iterdir() if p.suffix != ".tmp")
+    assert {(p.total_files, p.total_bytes) for p in progress} == {(31, sizes)}
+    assert (progress[0].files, progress[0].bytes, progress[0].chunks) == (0, 0, 0)
+    assert [p.files for p in progress] == sorted(p.files for p in progress)
+    assert (progress[-1].files, progress[-1].bytes) == (31, sizes)
+    assert (progress[-1].chunks, progress[-1].embedded) == (report.chunks, report.embedded)
     with connection() as conn:
         rows = current_chunks(conn, org_id=org.id, source_ids=[uuid.UUID(source["id"])])
     assert {r["symbol"] for r in rows} >= {f"handler_{i}" for i in range(30)}
@@ -131,7 +138,7 @@ def test_an_exception_on_the_clients_side_aborts_the_build(
 ) -> None:
     write_repo(tmp_path, files=30)
 
-    def interrupted(_: int) -> None:
+    def interrupted(_: UploadProgress) -> None:
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt) as raised:
@@ -148,3 +155,31 @@ def test_an_exception_on_the_clients_side_aborts_the_build(
         "index version 1 aborted; the source's published version is unchanged"
     ]
     assert versions(api, admin_headers, source) == [(1, "aborted")]
+
+
+def test_the_ingest_shows_a_total_and_an_eta_in_files_and_chunks(
+    runtime, admin_headers, source, tmp_path, capsys
+) -> None:
+    write_repo(tmp_path, files=30)
+    token = admin_headers["Authorization"].removeprefix("Bearer ")
+
+    code = main(
+        ["ingest", str(tmp_path), "--source", source["id"], "--url", runtime.url, "--token", token]
+    )
+
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    chunks = int(
+        re.search(r"published index version 1: 31 files .*, (\d+) chunks", captured.out)[1]
+    )
+    states = [s for s in captured.err.replace("\r", "\n").split("\n") if "files" in s]
+    # tqdm's [elapsed<remaining, ...]: the folder's size and file count are known before a batch
+    assert re.fullmatch(
+        r"indexing: +0%\|.*\| 0\.00B/[\d.]+kB \[00:00<\?, 0/31 files, .*", states[0]
+    )
+    last = [s for s in states if s.startswith("indexing: 100%")][-1]
+    assert re.fullmatch(
+        rf"indexing: 100%\|█+\| ([\d.]+kB)/\1 \[\d\d:\d\d<00:00, 31/31 files, {chunks} chunks, "
+        r"0 embedded\] *",
+        last,
+    ), last

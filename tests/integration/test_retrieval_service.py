@@ -215,3 +215,16 @@ def test_without_an_endpoint_the_search_is_full_text_without_a_warning(admin) ->
 
     assert (answer.search_mode, answer.warnings) == (SearchMode.FULL_TEXT, ())
     assert published[0]["record"]["searchMode"] == "full_text"
+
+
+def test_a_text_in_two_sources_is_delivered_and_recorded_once(admin) -> None:
+    ingest(admin, DOCS, None, Classification.INTERNAL)
+    ingest(admin, DOCS[:1], None, Classification.INTERNAL)  # refunds.md again, another source
+
+    answer, published = run(admin, "authorised by a team lead", None)
+
+    contents = [c.row["content"] for c in answer.chunks]
+    assert contents.count(DOCS[0].content) == 1
+    recorded = published[0]["record"]
+    assert [c["chunkId"] for c in recorded["chunks"]] == [str(c.row["id"]) for c in answer.chunks]
+    assert recorded["tokensUsed"] == answer.tokens_used == sum(c.tokens for c in answer.chunks)

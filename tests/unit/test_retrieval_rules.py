@@ -76,6 +76,44 @@ def test_a_zero_budget_delivers_nothing() -> None:
     assert fit_to_budget([1, 2], 0, lambda t: t) == ([], 0)
 
 
+def test_a_text_delivered_already_is_skipped_and_spends_nothing() -> None:
+    """(digest, tokens): the second b is the first b's text again."""
+    items = [(b"a", 300), (b"b", 200), (b"b", 200), (b"c", 300)]
+
+    taken, used = fit_to_budget(
+        items, 800, lambda item: item[1], digest_of=lambda item: item[0], delivered=set()
+    )
+
+    assert taken == [(b"a", 300), (b"b", 200), (b"c", 300)]
+    assert used == 800
+
+
+def test_a_text_skipped_for_the_budget_is_not_marked_delivered() -> None:
+    delivered: set[bytes] = set()
+
+    taken, used = fit_to_budget(
+        [(b"a", 500), (b"x", 100)],
+        400,
+        lambda i: i[1],
+        digest_of=lambda i: i[0],
+        delivered=delivered,
+    )
+
+    assert (taken, used, delivered) == ([(b"x", 100)], 100, {b"x"})
+
+
+def test_the_texts_of_a_first_call_are_skipped_by_the_next() -> None:
+    """Related code after the ranked chunks: a related chunk with a ranked chunk's text."""
+    delivered: set[bytes] = set()
+    fit_to_budget([(b"a", 10)], 100, lambda i: i[1], digest_of=lambda i: i[0], delivered=delivered)
+
+    taken, used = fit_to_budget(
+        [(b"a", 10), (b"r", 10)], 90, lambda i: i[1], digest_of=lambda i: i[0], delivered=delivered
+    )
+
+    assert (taken, used) == ([(b"r", 10)], 10)
+
+
 @pytest.mark.parametrize(
     ("header", "expected"),
     [

@@ -1,6 +1,12 @@
 """The retrieve use case: chain → DLP source filter → search (cached) → rank → cap per level →
 DLP redaction → budget → related code → attribution event → answer.
 
+Within one answer each delivered text comes once: a chunk whose text as delivered (after
+redaction; SHA-256) equals that of a higher-ranked chunk already delivered is skipped before the
+budget, so it spends none of it and the evidence record does not list it. (It has used one of its
+level's ``maxPerLevel`` places: the cap runs on the search's candidates, before their rows, and so
+their texts, are read.)
+
 The search step (candidate ids and scores) is the only part cached; authorisation, DLP, the
 per-level cap, the budget and the attribution run on every request.
 """
@@ -27,7 +33,7 @@ from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.evidence.canonical import format_timestamp
 from context_ledger.memory.chunks import IDENTIFIER_KEYS as MEMORY_IDENTIFIER_KEYS
 from context_ledger.memory.chunks import attribution_fields as memory_attribution_fields
-from context_ledger.retrieval import store
+from context_ledger.retrieval import store, warnings
 from context_ledger.retrieval.budget import fit_to_budget
 from context_ledger.retrieval.cache import CachedSearch, SearchCache
 from context_ledger.retrieval.chain import (
@@ -249,15 +255,29 @@ def _ranked_chunks(
     ]
 
 
-def _withheld_warning(withheld: list[SearchSource]) -> tuple[str, ...]:
-    """What the caller is told of the sources its spaces hold that the policy withholds."""
-    if not withheld:
-        return ()
-    classes = ", ".join(sorted({s.classification for s in withheld}))
-    return (
-        f"{len(withheld)} source(s) in the searched spaces are withheld from every caller by "
-        f"the organisation's DLP policy ({classes}); nothing of them was searched",
-    )
+def _warnings(
+    request: RetrieveRequest,
+    query: QueryVector,
+    spaces: list[SearchSpace],
+    searchable: list[SearchSource],
+    withheld: list[SearchSource],
+    *,
+    offered: list[DeliveredChunk],
+    delivered: list[DeliveredChunk],
+) -> tuple[str, ...]:
+    """What made the answer less than it could be, each in a sentence (retrieval/warnings.py)."""
+    said: list[str] = [DEGRADED_WARNING] if query.degraded else []
+    if not spaces:
+        said.append(warnings.nothing_searchable())
+    elif not searchable:
+        levels = [s.level for s in spaces]
+        space_given = request.space_id is not None
+        said.append(warnings.no_source(levels, request.kinds(), space_given=space_given))
+    if withheld:
+        said.append(warnings.withheld(withheld))
+    if offered and not delivered:
+        said.append(warnings.budget_too_small(request.token_budget, min(c.tokens for c in offered)))
+    return tuple(said)
 
 
 def _as_delivered(chunk: DeliveredChunk, delivery: Delivery) -> DeliveredChunk:
@@ -285,6 +305,17 @@ def _as_delivered(chunk: DeliveredChunk, delivery: Delivery) -> DeliveredChunk:
     }
     named = replace(source, name=delivery.redact(source.name))
     return replace(chunk, row=delivered, source=named)
+
+
+def _tokens(chunk: DeliveredChunk) -> int:
+    return chunk.tokens
+
+
+def _delivered_sha256(chunk: DeliveredChunk) -> bytes:
+    """The SHA-256 of the text the caller receives (the stored one, or the redacted one
+    :func:`_as_delivered` put in the row): two chunks with the same one deliver the same text,
+    whatever their sources, paths or levels."""
+    return bytes(chunk.row["content_sha256"])
 
 
 def _related_chunks(
@@ -434,15 +465,19 @@ def retrieve(
         candidates, query = [], without_embedding(gate)
     ranked = _ranked_chunks(conn, principal, candidates, sources, levels, request, weights)
     delivery = Delivery(policy)
+    offered = [_as_delivered(c, delivery) for c in ranked]
+    texts: set[bytes] = set()  # the SHA-256 of every text delivered: each is delivered once
     delivered, used = fit_to_budget(
-        (_as_delivered(c, delivery) for c in ranked), request.token_budget, lambda c: c.tokens
+        offered, request.token_budget, _tokens, digest_of=_delivered_sha256, delivered=texts
     )
     if not request.exclude_related and delivered:
         related = _related_chunks(conn, principal, delivered, sources, levels)
         extra, extra_used = fit_to_budget(
             (_as_delivered(c, delivery) for c in related),
             request.token_budget - used,
-            lambda c: c.tokens,
+            _tokens,
+            digest_of=_delivered_sha256,
+            delivered=texts,
         )
         delivered, used = delivered + extra, used + extra_used
     answer = RetrieveAnswer(
@@ -452,7 +487,9 @@ def retrieve(
         tokens_used=used,
         sources=sources,
         search_mode=query.mode,
-        warnings=((DEGRADED_WARNING,) if query.degraded else ()) + _withheld_warning(withheld),
+        warnings=_warnings(
+            request, query, spaces, searchable, withheld, offered=offered, delivered=delivered
+        ),
     )
     deps.publish(attribution_event(principal, request, answer, client=client_header))
     return answer

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,15 +112,24 @@ def read_text_file(path: Path, *, max_bytes: int) -> tuple[str | None, str]:
         return None, "binary"
 
 
-def iter_text_files(
-    root: Path, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES, report: WalkReport | None = None
-) -> Iterator[tuple[str, str]]:
-    """(relative path, text) for each indexable file below ``root``, in path order."""
-    report = report if report is not None else WalkReport()
+def candidate_files(root: Path) -> list[str]:
+    """The relative paths below ``root`` that git (or the .gitignore files) leaves in, in path
+    order, not yet read: what :func:`iter_text_files` reads, and skips of."""
     paths = _git_files(root)
-    if paths is None:
-        paths = _walked_files(root)
-    for rel in paths:
+    return paths if paths is not None else _walked_files(root)
+
+
+def iter_text_files(
+    root: Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    report: WalkReport | None = None,
+    paths: Sequence[str] | None = None,
+) -> Iterator[tuple[str, str]]:
+    """(relative path, text) for each indexable file below ``root``, in path order; of
+    ``paths`` when given (:func:`candidate_files` of ``root``, listed already)."""
+    report = report if report is not None else WalkReport()
+    for rel in candidate_files(root) if paths is None else paths:
         path = root / rel
         if not path.is_file() or path.is_symlink():
             continue

@@ -267,9 +267,11 @@ def test_source_kinds_restrict_the_sources(api, world, alice) -> None:
 
 
 def test_the_project_level_outweighs_the_team_level_for_the_same_text(api, world, alice) -> None:
-    same = "Chargeback windows close after ninety days."
-    world.source(world.team, "team-faq", [doc("team-faq.md", same)])
-    world.source(world.project, "project-faq", [doc("project-faq.md", same)])
+    # The same words (equal scores before weights), not the same text: an identical copy would
+    # be delivered once (test_retrieve_duplicates_api.py).
+    same = "Chargeback windows close after ninety days"
+    world.source(world.team, "team-faq", [doc("team-faq.md", same + ".")])
+    world.source(world.project, "project-faq", [doc("project-faq.md", same + "!")])
 
     body = retrieve(
         api, alice, spaceId=world.project, query="chargeback windows", excludeRelated=True

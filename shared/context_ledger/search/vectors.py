@@ -52,6 +52,10 @@ SELECT EXISTS (
 """
 
 _LOCK_INDEX_BUILDS = "SELECT pg_advisory_xact_lock(%(key)s)"
+_COUNT_INDEXES = """
+SELECT count(*) FROM pg_indexes
+WHERE schemaname = current_schema() AND tablename = 'chunks' AND indexname = ANY(%(names)s)
+"""
 
 _CREATE_INDEX = sql.SQL(
     "CREATE INDEX IF NOT EXISTS {name} ON chunks"
@@ -126,6 +130,8 @@ def ensure_vector_index(conn: psycopg.Connection, dimensions: int) -> list[str]:
     if not pgvector_available(conn):
         raise PgvectorUnavailableError("the pgvector search backend is not available")
     names = [index_name(dimensions, level) for level in Level]
+    if _existing_indexes(conn, names) == len(names):
+        return names  # a process's first search, usually: one catalog read, no lock
     with conn.transaction():
         conn.execute(_LOCK_INDEX_BUILDS, {"key": _INDEX_LOCK_KEY})
         for level, name in zip(Level, names, strict=True):
@@ -137,6 +143,11 @@ def ensure_vector_index(conn: psycopg.Connection, dimensions: int) -> list[str]:
                 )
             )
     return names
+
+
+def _existing_indexes(conn: psycopg.Connection, names: list[str]) -> int:
+    with conn.cursor(row_factory=scalar_row) as cursor:
+        return int(cursor.execute(_COUNT_INDEXES, {"names": names}).fetchone() or 0)
 
 
 def vector_search_sql(dimensions: int, level: Level, *, table: str = "chunks") -> VectorSearchSql:

@@ -7,6 +7,7 @@ written for the caller: never a stack trace, SQL, URL or key.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -98,3 +99,13 @@ class ConflictError(ApiError):
 
     status = 409
     code = "conflict"
+
+
+def validation_message(errors: Iterable[Mapping[str, Any]], *, skip: str = "body") -> str:
+    """``field: problem; ...`` for the first five of pydantic's errors: the message of a
+    ``422 validation_failed`` (the API's and the MCP tools'), naming fields, never their values."""
+    parts = []
+    for item in list(errors)[:5]:
+        where = ".".join(str(p) for p in item.get("loc", ()) if p != skip) or skip
+        parts.append(f"{where}: {item.get('msg', 'invalid')}")
+    return "; ".join(parts)

@@ -320,7 +320,104 @@ def test_arguments_that_break_the_apis_rules_are_a_tool_error_naming_the_field(
     result = run(call(connect, world["alice"], tool, **arguments))
 
     assert result.is_error
-    assert field in text(result)
+    assert text(result).startswith(f"422 validation_failed: {field}"), text(result)
+    assert "pydantic" not in text(result)
+    assert "Arguments" not in text(result)
+
+
+def test_a_rejected_argument_value_is_not_echoed_back(connect, world) -> None:
+    secret = "ghp_" + "aB3" * 12 + "!"
+    result = run(
+        call(
+            connect, world["alice"], "add_memory", project="billing", content="x", agent_key=secret
+        )
+    )
+
+    assert text(result).startswith("422 validation_failed: agent_key: String should match")
+    assert secret not in text(result)
+
+
+def test_add_memory_with_dedupe_answers_the_stored_memory_instead_of_a_copy(connect, world) -> None:
+    async def twice() -> tuple[CallToolResult, CallToolResult]:
+        async with connect(world["admin"]) as session:
+            arguments = {"project": "billing", "content": "Ship on Tuesdays.", "dedupe": True}
+            first = await session.call_tool("add_memory", arguments)
+            again = await session.call_tool(
+                "add_memory", arguments | {"content": "  ship ON tuesdays. "}
+            )
+            return first, again
+
+    first, again = run(twice())
+
+    assert not first.is_error, text(first)
+    assert not again.is_error, text(again)
+    assert first.structured_content["duplicate"] is False
+    assert again.structured_content["duplicate"] is True
+    assert again.structured_content["id"] == first.structured_content["id"]
+    assert text(again).startswith(f"Already stored as memory {first.structured_content['id']}")
+
+
+def test_add_memory_with_more_stores_all_in_order_or_none(connect, world) -> None:
+    async def batches() -> tuple[CallToolResult, CallToolResult, CallToolResult]:
+        async with connect(world["admin"]) as session:
+            stored = await session.call_tool(
+                "add_memory",
+                {
+                    "project": "billing",
+                    "content": "Invoices are numbered per year.",
+                    "more": [
+                        {"content": "Credit notes reference their invoice.", "type": "decision"},
+                        {"content": "VAT is rounded per line.", "importance": 0.8},
+                    ],
+                },
+            )
+            refused = await session.call_tool(
+                "add_memory",
+                {"project": "billing", "content": "kept?", "more": [{"content": ""}]},
+            )
+            listed = await session.call_tool(
+                "search_memories", {"project": "billing", "query": "kept", "limit": 10}
+            )
+            return stored, refused, listed
+
+    stored, refused, listed = run(batches())
+
+    assert not stored.is_error, text(stored)
+    ids = stored.structured_content["ids"]
+    assert len(ids) == 3
+    assert stored.structured_content["id"] == ids[0]
+    assert text(stored).splitlines()[0] == "Stored 3 of 3 memories in project billing."
+    assert refused.is_error
+    assert text(refused).startswith("422 validation_failed: more.0.content")
+    contents = [m["content"] for m in listed.structured_content["memories"]]
+    assert "kept?" not in contents
+    assert len(contents) == 3
+
+
+def test_search_memories_with_a_memory_id_reads_that_memory(connect, world) -> None:
+    async def write_then_read() -> tuple[CallToolResult, CallToolResult, CallToolResult]:
+        async with connect(world["admin"]) as session:
+            added = await session.call_tool(
+                "add_memory", {"project": "billing", "content": "Refund window is 30 days."}
+            )
+            memory_id = added.structured_content["id"]
+            read = await session.call_tool(
+                "search_memories", {"project": "billing", "memory_id": memory_id}
+            )
+            missing = await session.call_tool(
+                "search_memories", {"project": "billing", "memory_id": "ctx_000000000000"}
+            )
+            return added, read, missing
+
+    added, read, missing = run(write_then_read())
+
+    [memory] = read.structured_content["memories"]
+    assert memory["id"] == added.structured_content["id"]
+    assert memory["content"] == "Refund window is 30 days."
+    assert memory["score"] is None
+    assert text(read).startswith(f"Memory {memory['id']} of project billing")
+    assert missing.is_error
+    assert text(missing).startswith("404 ")
 
 
 def test_over_stdio_a_bad_credential_is_a_tool_error_401(runtime, world, tmp_path) -> None:

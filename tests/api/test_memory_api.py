@@ -142,6 +142,47 @@ def test_a_bad_write_is_422_and_creates_nothing(api, admin_headers, body) -> Non
     assert api.get(f"{BASE}/{PROJECT}", headers=admin_headers).status_code == 404
 
 
+@pytest.mark.parametrize(
+    "agent_key",
+    [
+        "AKIAQ3EGRTW5NB7XKP2M",
+        "ghp_" + "aB3" * 12,
+        "bot/wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "planner:sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+    ],
+    ids=["aws access key", "github token", "aws secret key in a path", "stripe key after a name"],
+)
+def test_an_agent_key_holding_a_credential_is_422_and_never_echoed(
+    api, admin_headers, agent_key
+) -> None:
+    """Agent keys are identifiers, delivered as written to every reader of the project (and
+    in retrieval chunks' metadata): a credential in one is refused, not stored."""
+    response = api.post(
+        f"{BASE}/{PROJECT}", headers=admin_headers, json={"content": "x", "agent_key": agent_key}
+    )
+
+    assert error_of(response) == (422, "validation_failed")
+    assert agent_key not in response.text
+    assert "agent_key" in response.text
+    assert api.get(f"{BASE}/{PROJECT}", headers=admin_headers).status_code == 404
+
+
+def test_agent_keys_that_name_agents_are_accepted(api, admin_headers) -> None:
+    for agent_key in ("planner", "claude-code/session-42", "ci:nightly@runner-7", "Agent_2026"):
+        memory = write(api, admin_headers, content=f"from {agent_key}", agent_key=agent_key)
+        assert memory["agent_key"] == agent_key
+
+
+def test_an_unnamed_aws_shaped_key_in_a_memory_is_delivered_redacted(api, admin_headers) -> None:
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    memory = write(api, admin_headers, content=f'deploy notes: aws = "{secret}"')
+
+    assert secret not in json.dumps(memory)
+    listed = api.get(f"{BASE}/{PROJECT}", headers=admin_headers).json()["memories"]
+    assert secret not in json.dumps(listed)
+    assert "[REDACTED:" in listed[0]["content"]
+
+
 def test_non_finite_numbers_in_metadata_are_422(api, admin_headers) -> None:
     response = api.post(
         f"{BASE}/{PROJECT}",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import string
+
 import pytest
 
 from context_ledger.dlp.detectors.checksums import iban_valid, luhn_valid, nir_valid
@@ -64,6 +67,9 @@ FOUND = [
 ]
 
 DECOYS = [
+    # A quoted command substitution holding quotes of its own is one reference, not a value.
+    'export CONTEXT_LEDGER_TOKEN="$(python3 -c \'print(json.load(open("b.json"))["k"])\')"',
+    'export DB_PASSWORD="$(cat "/run/secrets/db")"',
     "commit 3f786850e387550fdab836ed7e6dc881de23001b fixed it",
     "id 123e4567-e89b-12d3-a456-426614174000",
     "version 1.2.3 released 2024-01-15 at 10:30:00 from 192.168.1.10",
@@ -116,3 +122,48 @@ def test_pem_block_cut_by_a_chunk_boundary_is_still_redacted() -> None:
     tail = PEM.split("\n", 1)[1]  # no BEGIN line
     assert REDACTOR.redact(head).text == "[REDACTED:private_key]"
     assert REDACTOR.redact(tail).text == "[REDACTED:private_key]"
+
+
+# A secret key shaped like AWS's (40 characters of standard base64), assigned to a name that says
+# nothing (``aws``, ``k``) or standing alone: the entropy detectors are all that stand between it
+# and the caller. The documented example holds an upper-case run (``...CYEXAMPLEKEY``) that
+# lowers its class switches to 37%.
+AWS_SHAPED = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f'aws = "{AWS_SHAPED}"',
+        f"creds:\n  key: {AWS_SHAPED}\n",
+        f"export AWS_X={AWS_SHAPED}",
+        f"the key {AWS_SHAPED} was rotated",
+        f'{{"k": "{AWS_SHAPED}"}}',
+    ],
+)
+def test_unnamed_aws_shaped_secret_key_is_redacted(text: str) -> None:
+    assert AWS_SHAPED not in REDACTOR.redact(text).text
+
+
+def test_random_standard_base64_keys_are_redacted_without_a_name() -> None:
+    """Keys drawn as a provider draws them (not from the detectors' own generators): at most
+    1% of 40-character keys may pass unnamed (those lacking a digit or a class mix)."""
+    rng = random.Random(20261202)
+    alphabet = string.ascii_letters + string.digits + "+/"
+    keys = ["".join(rng.choice(alphabet) for _ in range(40)) for _ in range(1000)]
+    leaked = [key for key in keys if key in REDACTOR.redact(f"value: {key}\n").text]
+    assert len(leaked) <= 10, leaked[:5]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "arn:aws:iam::aws:policy/aws-service-role/AWSServiceRoleForEC2FastLaunch",
+        "see role/AWSServiceRoleForEC2FastLaunch and analyzer/_AccessAnalyzerForSecurityHubV2",
+        "path: rule/VPCFlowLogsEC2TagsManagedRule",
+        "document/AWSEC2-RunVssRestoreForSqlDatabase",
+        "link uk/2013/01/Choosing_SSL_Version_In_Requests/ here",
+    ],
+)
+def test_names_and_paths_with_slashes_are_not_keys(text: str) -> None:
+    assert REDACTOR.redact(text).counts == {}

@@ -161,4 +161,8 @@ def test_a_write_awaiting_review_says_it_is_not_served_yet() -> None:
         "project_id": "billing",
         "state": "pending",
         "revision": 2,
+        "duplicate": False,
+        "ids": ["ctx_1"],
+        "duplicates": [],
+        "pending": [0],
     }

@@ -11,7 +11,7 @@ import pytest
 from api_support import run_coroutine
 
 from context_ledger.http.attributions import LinkRequest
-from context_ledger.http.memory import CreateMemory
+from context_ledger.http.memory import MAX_BATCH, CreateMemory
 from context_ledger.http.openapi import openapi_document
 from context_ledger.mcp.tools import build_server
 from context_ledger.memory.model import PROJECT_KEY
@@ -67,6 +67,7 @@ SENT_AS = {
     ("add_memory", "importance"): (CREATE_MEMORY["properties"]["importance"], CREATE_MEMORY),
     ("add_memory", "agent_key"): (CREATE_MEMORY["properties"]["agent_key"], CREATE_MEMORY),
     ("add_memory", "metadata"): (CREATE_MEMORY["properties"]["metadata"], CREATE_MEMORY),
+    ("add_memory", "dedupe"): (CREATE_MEMORY["properties"]["dedupe"], CREATE_MEMORY),
     ("link_response", "response_id"): (LINK["properties"]["responseId"], LINK),
     ("search_memories", "query"): (api_query_parameter(RELEVANT, "query"), {}),
     ("search_memories", "limit"): (api_query_parameter(RELEVANT, "limit"), {}),
@@ -95,7 +96,9 @@ def test_every_argument_is_checked_above_or_is_a_path_segment() -> None:
     unchecked = {
         ("retrieve_context", "space_id"),
         ("search_memories", "project"),
+        ("search_memories", "memory_id"),
         ("add_memory", "project"),
+        ("add_memory", "more"),  # checked item by item below
         ("link_response", "attribution_id"),
     }
     arguments = {
@@ -111,3 +114,23 @@ def test_a_project_written_to_has_the_apis_key_pattern() -> None:
 
     assert project["pattern"] == PROJECT_KEY.pattern
     assert "pattern" not in tool_schemas()["search_memories"]["properties"]["project"]
+
+
+@pytest.mark.parametrize("argument", ["content", "type", "importance", "agent_key", "metadata"])
+def test_each_further_memory_has_the_rules_of_a_single_write(argument: str) -> None:
+    schema = tool_schemas()["add_memory"]
+    more = schema["$defs"]["MoreMemory"]
+    api_rules = rules(CREATE_MEMORY["properties"][argument], CREATE_MEMORY)
+    mcp_rules = rules(more["properties"][argument], schema)
+    if argument == "metadata":
+        api_rules.pop("default", None)
+        mcp_rules.pop("default")
+
+    assert mcp_rules == api_rules
+    assert more["additionalProperties"] is False
+
+
+def test_one_call_holds_at_most_a_batch() -> None:
+    more = tool_schemas()["add_memory"]["properties"]["more"]["anyOf"][0]
+
+    assert more["maxItems"] == MAX_BATCH - 1

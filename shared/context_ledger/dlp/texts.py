@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from context_ledger.dlp.detectors import SECRET_KINDS
 from context_ledger.dlp.gate import DlpScanFailedError, redactor_for
 from context_ledger.dlp.redaction import CustomPattern, ScanError
 from context_ledger.log import logger
@@ -30,3 +31,14 @@ def redacted(patterns: tuple[CustomPattern, ...], text: str, *, stage: Stage) ->
             extra={"stage": stage, "problem": str(exc)},
         )
         raise DlpScanFailedError() from None
+
+
+def holds_credential(value: str) -> bool:
+    """Whether the built-in detectors find a credential in ``value``: for identifiers (an agent
+    key), which are stored and delivered as written, so must be refused rather than redacted."""
+    try:
+        counts = redactor_for(()).redact(value).counts
+    except ScanError:
+        # Failing closed: an identifier that cannot be scanned is not stored.
+        return True
+    return any(kind in SECRET_KINDS for kind in counts)

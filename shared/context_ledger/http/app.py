@@ -21,7 +21,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from context_ledger.db.pool import is_unavailable
-from context_ledger.errors import ApiError, ServiceUnavailableError, error_body
+from context_ledger.errors import (
+    ApiError,
+    ServiceUnavailableError,
+    ValidationFailedError,
+    error_body,
+    validation_message,
+)
 from context_ledger.http.ratelimit import CredentialLimit, request_quota
 from context_ledger.log import logger
 
@@ -50,11 +56,7 @@ def _describe_validation(exc: RequestValidationError) -> tuple[int, str, str]:
     errors = exc.errors()
     if any(e.get("type") == "json_invalid" for e in errors):
         return 400, "invalid_request", "request body is not valid JSON"
-    parts = []
-    for item in errors[:5]:
-        where = ".".join(str(p) for p in item.get("loc", ()) if p != "body") or "body"
-        parts.append(f"{where}: {item.get('msg', 'invalid')}")
-    return 422, "validation_failed", "; ".join(parts)
+    return 422, ValidationFailedError.code, validation_message(errors)
 
 
 async def _api_error(_: Request, exc: Exception) -> JSONResponse:

@@ -14,10 +14,18 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 from fastapi.responses import JSONResponse
-from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from context_ledger.auth.principal import Principal
 from context_ledger.db import connection
+from context_ledger.dlp.texts import holds_credential
 from context_ledger.errors import ValidationFailedError
 from context_ledger.http.models import RequestModel
 from context_ledger.http.principal import current_principal
@@ -50,7 +58,17 @@ MAX_QUERY_CHARS = 8000
 
 Unit = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False, strict=True)]
 Content = Annotated[str, StringConstraints(min_length=1, max_length=MAX_CONTENT_CHARS)]
-AgentKey = Annotated[str, StringConstraints(pattern=AGENT_KEY.pattern)]
+
+
+def _not_a_credential(value: str) -> str:
+    if holds_credential(value):
+        raise ValueError("must name an agent, not hold a credential (it is delivered as written)")
+    return value
+
+
+AgentKey = Annotated[
+    str, StringConstraints(pattern=AGENT_KEY.pattern), AfterValidator(_not_a_credential)
+]
 
 
 def credential_rate_limit(settings: Settings) -> int:

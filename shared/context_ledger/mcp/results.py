@@ -16,7 +16,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from context_ledger_client import Chunk, Memory, PendingRevision, RelevantMemories, RetrieveResult
+from context_ledger_client import (
+    Chunk,
+    Memory,
+    MemoryBatch,
+    PendingRevision,
+    RelevantMemories,
+    RetrieveResult,
+    WrittenMemory,
+)
 
 #: how each relation reads from the related chunk's side ("[1] calls this")
 _RELATION = {
@@ -60,15 +68,17 @@ class RetrieveOutput(_CamelModel):
 
 
 class FoundMemory(BaseModel):
+    """A recalled memory; a memory read by its id has no score, similarity or justification."""
+
     id: str
     type: str
     content: str
-    score: float
-    similarity: float
+    score: float | None
+    similarity: float | None
     importance: float
     confidence: float
     agent_key: str | None
-    justification: str
+    justification: str | None
     metadata: dict[str, Any]
 
 
@@ -79,11 +89,19 @@ class SearchMemoriesOutput(BaseModel):
 
 
 class AddMemoryOutput(BaseModel):
+    """The first memory's id and state; ``ids`` every memory's in order (one per item of
+    ``more`` after the first), ``duplicates`` and ``pending`` positions in ``ids``."""
+
     id: str
     project_id: str
     #: ``accepted``: served from now on; ``pending``: waits for an administrator's review
     state: Literal["accepted", "pending"]
     revision: int | None
+    #: with dedupe: the first memory was already stored, nothing new was
+    duplicate: bool = False
+    ids: list[str]
+    duplicates: list[int] = []
+    pending: list[int] = []
 
 
 class LinkOutput(_CamelModel):
@@ -178,22 +196,47 @@ def memories(found: RelevantMemories) -> tuple[str, SearchMemoriesOutput]:
         project_id=found.project_id,
         query=found.query,
         memories=[
-            FoundMemory(
-                id=m.id,
-                type=m.type,
-                content=m.content,
-                score=m.score,
-                similarity=m.similarity,
-                importance=m.importance,
-                confidence=m.confidence,
-                agent_key=m.agent_key,
-                justification=m.justification,
-                metadata=dict(m.metadata),
-            )
+            _found(m, score=m.score, similarity=m.similarity, justification=m.justification)
             for m in ranked
         ],
     )
     return "\n".join(lines), output
+
+
+def one_memory(memory: Memory) -> tuple[str, SearchMemoriesOutput]:
+    """A memory read by its id: the same shape as a search's answer, without a score."""
+    agent = f" | agent {memory.agent_key}" if memory.agent_key else ""
+    lines = [
+        f"Memory {memory.id} of project {memory.project_id}",
+        "",
+        f"{memory.type} | importance {memory.importance:g}{agent}",
+        memory.content,
+    ]
+    if memory.metadata:
+        lines.append(f"metadata: {json.dumps(dict(memory.metadata), ensure_ascii=False)}")
+    output = SearchMemoriesOutput(
+        project_id=memory.project_id,
+        query="",
+        memories=[_found(memory, score=None, similarity=None, justification=None)],
+    )
+    return "\n".join(lines), output
+
+
+def _found(
+    memory: Memory, *, score: float | None, similarity: float | None, justification: str | None
+) -> FoundMemory:
+    return FoundMemory(
+        id=memory.id,
+        type=memory.type,
+        content=memory.content,
+        score=score,
+        similarity=similarity,
+        importance=memory.importance,
+        confidence=memory.confidence,
+        agent_key=memory.agent_key,
+        justification=justification,
+        metadata=dict(memory.metadata),
+    )
 
 
 def written(memory: Memory | PendingRevision) -> tuple[str, AddMemoryOutput]:
@@ -204,17 +247,62 @@ def written(memory: Memory | PendingRevision) -> tuple[str, AddMemoryOutput]:
             "accepts it."
         )
         output = AddMemoryOutput(
-            id=memory.id, project_id=memory.project_id, state="pending", revision=memory.revision
+            id=memory.id,
+            project_id=memory.project_id,
+            state="pending",
+            revision=memory.revision,
+            ids=[memory.id],
+            pending=[0],
         )
         return text, output
-    text = (
-        f"Stored memory {memory.id} in project {memory.project_id} ({memory.type}, importance "
-        f"{memory.importance:g}): search_memories finds it from now on."
-    )
+    duplicate = isinstance(memory, WrittenMemory) and memory.duplicate
+    if duplicate:
+        text = (
+            f"Already stored as memory {memory.id} in project {memory.project_id} "
+            f"({memory.type}): nothing new was stored."
+        )
+    else:
+        text = (
+            f"Stored memory {memory.id} in project {memory.project_id} ({memory.type}, "
+            f"importance {memory.importance:g}): search_memories finds it from now on."
+        )
     output = AddMemoryOutput(
-        id=memory.id, project_id=memory.project_id, state="accepted", revision=None
+        id=memory.id,
+        project_id=memory.project_id,
+        state="accepted",
+        revision=None,
+        duplicate=duplicate,
+        ids=[memory.id],
+        duplicates=[0] if duplicate else [],
     )
     return text, output
+
+
+def written_batch(batch: MemoryBatch) -> tuple[str, AddMemoryOutput]:
+    """Several memories of one call, stored together: each id in order, and which were already
+    stored (dedupe) or wait for review."""
+    stored = len(batch.ids) - len(batch.duplicates)
+    lines = [f"Stored {stored} of {len(batch.ids)} memories in project {batch.project_id}."]
+    for index, memory_id in enumerate(batch.ids):
+        note = (
+            " (already stored: nothing new)"
+            if index in batch.duplicates
+            else " (pending review: not served until an administrator accepts it)"
+            if index in batch.pending
+            else ""
+        )
+        lines.append(f"[{index + 1}] {memory_id}{note}")
+    output = AddMemoryOutput(
+        id=batch.ids[0],
+        project_id=batch.project_id,
+        state="pending" if 0 in batch.pending else "accepted",
+        revision=None,
+        duplicate=0 in batch.duplicates,
+        ids=list(batch.ids),
+        duplicates=list(batch.duplicates),
+        pending=list(batch.pending),
+    )
+    return "\n".join(lines), output
 
 
 def linked(attribution_id: str, request_id: str, response_id: str) -> tuple[str, LinkOutput]:

@@ -16,10 +16,12 @@ from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, StringConstraints
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from context_ledger import __version__
+from context_ledger.errors import ValidationFailedError, validation_message
 from context_ledger.mcp import results
 from context_ledger.memory.model import (
     AGENT_KEY,
@@ -36,7 +38,7 @@ from context_ledger.retrieval.limits import (
     MAX_TOKEN_BUDGET,
 )
 from context_ledger.sources.model import SourceKind
-from context_ledger_client import AsyncContextLedger, ContextLedgerError
+from context_ledger_client import AsyncContextLedger, ContextLedgerError, NewMemory
 
 #: Where each tool call's client comes from: the process's one client (stdio), or a client with
 #: the HTTP request's own credential (streamable HTTP).
@@ -49,6 +51,8 @@ MAX_QUERY_CHARS = 8000
 MAX_ID_CHARS = 128
 MAX_RESPONSE_ID_CHARS = 256
 MAX_SOURCE_KINDS = 16
+#: memories per add_memory call (the API's batch limit, http/memory.py)
+MAX_BATCH = 100
 #: how long link_response waits for the attribution record, written asynchronously after the
 #: retrieval (the spec: "retry for a few seconds")
 LINK_WAIT_SECONDS = 10.0
@@ -69,6 +73,58 @@ Query = Annotated[
     StringConstraints(min_length=1, max_length=MAX_QUERY_CHARS),
     Field(description="What the context is for, in words: a question or a task"),
 ]
+MemoryContent = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=MAX_CONTENT_CHARS),
+    Field(description="The memory, self-contained: it is read later without this chat"),
+]
+MemoryTypeArgument = Annotated[MemoryTypeName, Field(description="What the memory records")]
+Importance = Annotated[
+    float,
+    Field(
+        ge=0,
+        le=1,
+        strict=True,
+        allow_inf_nan=False,
+        description="0 to 1: how much it should weigh when recalled",
+    ),
+]
+AgentKeyArgument = Annotated[
+    str | None,
+    StringConstraints(pattern=AGENT_KEY.pattern),
+    Field(description="Which agent writes it (e.g. planner), to tell agents apart"),
+]
+Metadata = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description=f"Free-form JSON kept with the memory (at most {MAX_METADATA_BYTES} bytes), "
+        "e.g. a ticket id"
+    ),
+]
+
+
+class MoreMemory(BaseModel):
+    """A further memory of one ``add_memory`` call: the same fields and rules as the first."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: MemoryContent
+    type: MemoryTypeArgument = MemoryType.FACT.value
+    importance: Importance = DEFAULT_IMPORTANCE
+    agent_key: AgentKeyArgument = None
+    metadata: Metadata = None
+
+    def new(self, dedupe: bool) -> NewMemory:
+        return NewMemory(
+            self.content,
+            type=self.type,
+            agent_key=self.agent_key,
+            importance=self.importance,
+            metadata=self.metadata,
+            dedupe=dedupe or None,
+        )
+
+
 ProjectKey = Annotated[
     str,
     Field(
@@ -78,9 +134,28 @@ ProjectKey = Annotated[
 ]
 
 
+class LedgerServer(MCPServer):
+    """The SDK's server, answering arguments that break a tool's schema as the API answers a
+    body that breaks its rules (``422 validation_failed: importance: ...``), not with pydantic's
+    report (the model class, the rejected value, a documentation URL)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            message = validation_message(cause.errors(include_input=False), skip="")
+            text = f"{ValidationFailedError.status} {ValidationFailedError.code}: {message}"
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
 def build_server(clients: Clients) -> MCPServer:
     """The server with the four tools; each call gets its client from ``clients``."""
-    server = MCPServer(
+    server = LedgerServer(
         name="context-ledger",
         title="Context Ledger",
         version=__version__,
@@ -180,13 +255,24 @@ def build_server(clients: Clients) -> MCPServer:
         limit: Annotated[
             int, Field(ge=1, strict=True, description="Memories to return at most")
         ] = 5,
+        memory_id: Annotated[
+            str | None,
+            Field(
+                description="Read this one memory (an id an earlier answer gave) instead of "
+                "searching; query and limit are then ignored"
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, results.SearchMemoriesOutput]:
         """Recall what agents and people stored about a project: decisions, constraints, facts,
         preferences, to-dos and notes, ranked by similarity to the query, recency, importance
         and use. Call it when starting work on a project or before a choice a past decision may
-        settle. Every memory is returned however weakly it matches: judge by its score."""
+        settle. Every memory is returned however weakly it matches: judge by its score. With
+        memory_id, it reads that one memory."""
         try:
             async with clients(ctx) as client:
+                if memory_id is not None:
+                    memory = await client.memory(project, memory_id)
+                    return _result(*results.one_memory(memory))
                 found = await client.relevant_memories(project, query, limit=limit)
         except ContextLedgerError as exc:
             return tool_error(exc)
@@ -206,43 +292,46 @@ def build_server(clients: Clients) -> MCPServer:
     async def add_memory(
         ctx: Context,
         project: Annotated[ProjectKey, StringConstraints(pattern=PROJECT_KEY.pattern)],
-        content: Annotated[
-            str,
-            StringConstraints(min_length=1, max_length=MAX_CONTENT_CHARS),
-            Field(description="The memory, self-contained: it is read later without this chat"),
-        ],
-        type: Annotated[MemoryTypeName, Field(description="What the memory records")] = (
-            MemoryType.FACT.value
-        ),
-        importance: Annotated[
-            float,
+        content: MemoryContent,
+        type: MemoryTypeArgument = MemoryType.FACT.value,
+        importance: Importance = DEFAULT_IMPORTANCE,
+        agent_key: AgentKeyArgument = None,
+        metadata: Metadata = None,
+        dedupe: Annotated[
+            bool,
             Field(
-                ge=0,
-                le=1,
                 strict=True,
-                allow_inf_nan=False,
-                description="0 to 1: how much it should weigh when recalled",
+                description="true: if a live memory of the same type says the same (whitespace "
+                "and case aside), answer it instead of storing a copy",
             ),
-        ] = DEFAULT_IMPORTANCE,
-        agent_key: Annotated[
-            str | None,
-            StringConstraints(pattern=AGENT_KEY.pattern),
-            Field(description="Which agent writes it (e.g. planner), to tell agents apart"),
-        ] = None,
-        metadata: Annotated[
-            dict[str, Any] | None,
+        ] = False,
+        more: Annotated[
+            list[MoreMemory] | None,
             Field(
-                description=f"Free-form JSON kept with the memory (at most {MAX_METADATA_BYTES} "
-                "bytes), e.g. a ticket id"
+                max_length=MAX_BATCH - 1,
+                description="Further memories stored in the same call, all or none of them "
+                f"(at most {MAX_BATCH} in all)",
             ),
         ] = None,
     ) -> Annotated[CallToolResult, results.AddMemoryOutput]:
         """Store something worth remembering about a project for later sessions and other
         agents: a decision and why, a constraint, a fact, a preference, a to-do or a note. The
         first memory creates the project. Call it when the user settles something or asks you
-        to remember it, not for what the code or docs already say."""
+        to remember it, not for what the code or docs already say. Pass dedupe=true to avoid
+        storing what is already there; put several memories in one call with more."""
+        first = MoreMemory(
+            content=content,
+            type=type,
+            importance=importance,
+            agent_key=agent_key,
+            metadata=metadata,
+        )
         try:
             async with clients(ctx) as client:
+                if more:
+                    items = [item.new(dedupe) for item in (first, *more)]
+                    batch = await client.write_memories(project, items)
+                    return _result(*results.written_batch(batch))
                 memory = await client.write_memory(
                     project,
                     content,
@@ -250,6 +339,7 @@ def build_server(clients: Clients) -> MCPServer:
                     agent_key=agent_key,
                     importance=importance,
                     metadata=metadata,
+                    dedupe=dedupe or None,
                 )
         except ContextLedgerError as exc:
             return tool_error(exc)

@@ -16,4 +16,12 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     AssignedEntropyDetector(),
 )
 
-__all__ = ["BUILTIN_DETECTORS", "Detector", "Finding", "RegexDetector"]
+#: Kinds that are credentials (everything but personal data): what an identifier must never hold.
+SECRET_KINDS: frozenset[str] = frozenset(
+    kind
+    for detector in BUILTIN_DETECTORS
+    if detector not in PERSONAL_DETECTORS
+    for kind in detector.kinds
+)
+
+__all__ = ["BUILTIN_DETECTORS", "SECRET_KINDS", "Detector", "Finding", "RegexDetector"]

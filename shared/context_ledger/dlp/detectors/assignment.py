@@ -113,7 +113,8 @@ def read_value(text: str, position: int, separator: str) -> Value | None:
     if opening is not None:
         quote, escapes = opening
         start = position + escapes + len(quote)
-        close = _closing_quote(text, start, quote, escapes)
+        # A quoted command substitution holds quotes of its own: ``"$(cat "$f")"`` is one value.
+        close = _closing_quote(text, start, quote, escapes, after=_reference_end(text, start))
         if close is not None:
             return Value(start, close, quoted=True, ends_field=True)
         position = start
@@ -155,21 +156,41 @@ _OPENERS = (("$(", ")"), ("${{", "}}"), ("${", "}"), ("{{", "}}"), ("<", ">"), (
 
 def _reference_end(text: str, start: int) -> int:
     """The end of a reference opened at ``start`` and closed on the same line, else ``start``."""
+    line_end = text.find("\n", start)
+    line_end = len(text) if line_end < 0 else line_end
+    if text.startswith("$(", start):
+        return _substitution_end(text, start, line_end)
     for opener, closer in _OPENERS:
         if text.startswith(opener, start):
-            line_end = text.find("\n", start)
-            close = text.find(closer, start + len(opener), None if line_end < 0 else line_end)
+            close = text.find(closer, start + len(opener), line_end)
             return start if close < 0 else close + len(closer)
     return start
 
 
-def _closing_quote(text: str, start: int, quote: str, escapes: int) -> int | None:
+def _substitution_end(text: str, start: int, line_end: int) -> int:
+    """The end of ``$(...)`` at ``start``, its parentheses balanced (``$(print(x))``)."""
+    depth = 0
+    for index in range(start + 1, line_end):
+        char = text[index]
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+    return start
+
+
+def _closing_quote(
+    text: str, start: int, quote: str, escapes: int, *, after: int = 0
+) -> int | None:
     """Where a value opened by ``quote`` behind ``escapes`` backslashes ends: at the next such
-    quote behind exactly as many (more make an escaped quote inside it), on the same line."""
+    quote behind exactly as many (more make an escaped quote inside it), on the same line, not
+    before ``after``."""
     line_end = text.find("\n", start)
     limit = min(len(text) if line_end < 0 else line_end, start + MAX_QUOTED)
     quote = _CLOSING.get(quote, quote)
-    index = text.find(quote, start, limit)
+    index = text.find(quote, max(start, after), limit)
     while index != -1:
         run = 0
         while index - run - 1 >= start and text[index - run - 1] == "\\":

@@ -55,6 +55,7 @@ _MAX_ASSIGNED = 500
 _DIGIT = re.compile(r"\d")
 _RUN = r"[A-Za-z0-9+/_\-]"
 _CLASS_RUN = re.compile(r"\d+|[A-Z]+|[^\dA-Z]+")
+_LOWER_WORD = re.compile(r"[a-z]{6}")
 _HEX = re.compile(r"[0-9a-fA-F\-]+")
 _INTEGRITY = re.compile(r"sha(?:1|256|384|512)-")
 # How base64 of common binary formats starts: PNG, JPEG, GIF, WebP/RIFF, PDF, SVG, ZIP, BMP.
@@ -111,11 +112,23 @@ def _random_looking(value: str) -> bool:
     """Random strings switch character class (upper, lower, digit) at ~60% of positions;
     identifiers (``MD5OfMessageAttributes``) once per word. Paths (``/api/v1/things``) have short
     segments; a random token's ``/`` (1 in 64 characters) leaves long ones.
+
+    A long standard-base64 key (``+`` or ``/`` inside, as in AWS's 40-character secret keys) may
+    hold an upper-case run (``...bPxRfiCYEXAMPLEKEY``) that drops it to ~35% switches: it
+    passes at 30% when no run of 6+ lower-case letters shows it to be a name or a path
+    (``role/AWSServiceRoleForEC2FastLaunch``).
     """
     if "/" in value and max(len(part) for part in value.split("/")) < 12:
         return False
     changes = len(_CLASS_RUN.findall(value)) - 1
-    return changes >= 0.4 * len(value)
+    if changes >= 0.4 * len(value):
+        return True
+    return (
+        len(value) >= 32
+        and ("+" in value or "/" in value)
+        and _LOWER_WORD.search(value) is None
+        and changes >= 0.3 * len(value)
+    )
 
 
 def _public_spans(text: str) -> list[tuple[int, int]]:

@@ -167,3 +167,31 @@ def test_random_standard_base64_keys_are_redacted_without_a_name() -> None:
 )
 def test_names_and_paths_with_slashes_are_not_keys(text: str) -> None:
     assert REDACTOR.redact(text).counts == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("<!-- staging login: app / Qv7$relz9tk%41 -->", "Qv7$relz9tk%41"),
+        ("Login: deploy / 5andst0rm#27 (rotate monthly)", "5andst0rm#27"),
+        ("creds: svc_etl:Gr4n1te&Fox", "Gr4n1te&Fox"),
+        ("sign-in - ops@acme.io / Mapl3!Leaf88", "Mapl3!Leaf88"),
+    ],
+)
+def test_a_login_written_as_user_and_password_is_redacted(text: str, password: str) -> None:
+    assert password not in REDACTOR.redact(text).text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "login: admin / password",
+        "login: see docs/setup.md first",
+        "sign-in: alice / <your-password>",
+        "login: localhost:8080/admin",
+        "Login: use your SSO account",
+        "credentials: ci/cd pipeline",
+    ],
+)
+def test_a_login_without_a_secret_looking_password_is_prose(text: str) -> None:
+    assert REDACTOR.redact(text).counts == {}

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import re
 
-from context_ledger.dlp.detectors.assignment import REFERENCE, NamedKeyDetector
+from context_ledger.dlp.detectors.assignment import (
+    PLACEHOLDER,
+    REFERENCE,
+    NamedKeyDetector,
+    looks_secret,
+)
 from context_ledger.dlp.detectors.base import Detector, RegexDetector, Validator
 from context_ledger.dlp.detectors.runs import decode
 from context_ledger.dlp.detectors.tables import CsvColumnDetector
@@ -65,6 +70,20 @@ def _command_password(match: re.Match[str]) -> bool:
     return len(value) >= 3 and not REFERENCE.fullmatch(value)
 
 
+def _paired_password(match: re.Match[str]) -> bool:
+    """The password of a ``login: user / password`` pair: one that looks secret on its own
+    (8+ characters mixing letters with digits or symbols), so ``login: admin / password`` and
+    ``login: see docs/setup`` are prose. A URL's ``host:port/path`` is no pair."""
+    value = match.group("value").rstrip(".,;)")
+    return (
+        looks_secret(value)
+        and not REFERENCE.fullmatch(value)
+        and not PLACEHOLDER.fullmatch(value)
+        and not match.group("user").isdigit()
+        and "/" not in value
+    )
+
+
 def _token_like(match: re.Match[str]) -> bool:
     """A bearer credential outside a header: a reference-free value holding a digit."""
     value = match.group("value")
@@ -102,6 +121,8 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
             _PEM_BEGIN
             + r"[\s\S]*?"
             + _PEM_END
+            # In a JSON string (a tfstate), the escaped line break that ends the block.
+            + r"(?:\\n)?"
             + "|"
             + _PEM_BEGIN
             + r"(?:\r?\n(?:[A-Za-z0-9+/=]{1,100}|[A-Za-z-]{1,30}: [^\r\n]*)?)*"
@@ -253,6 +274,18 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
         r"(?i)bearer[ \t]+[A-Za-z0-9._~+/\-]{16}",
         groups=("value",),
         validate=_token_like,
+    ),
+    # A login written as "user / password" after a word saying so, as notes, comments and
+    # chat do: ``staging login: deploy / 7undr4z3phyr#91``, ``creds: svc_etl:W1nt3r$65``.
+    RegexDetector(
+        "password",
+        re.compile(
+            r"(?i:\b(?:logins?|log-?on|sign-?in|credentials?|creds))[ \t]*[:=-][ \t]*"
+            r"(?P<user>[\w.@+\-]{1,64})[ \t]*[/:][ \t]*(?P<value>[^\s'\"`<>]{3,200})"
+        ),
+        r"(?i)(?:login|log-?on|sign-?in|cred)",
+        groups=("value",),
+        validate=_paired_password,
     ),
     NamedKeyDetector(),
     CsvColumnDetector(),

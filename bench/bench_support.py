@@ -23,6 +23,10 @@ from context_ledger.local.invoker import Invoker, LambdaContext
 from context_ledger.local.template import Function, read_template
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "template.yaml"
+#: The suite's last results (``bench/suite.py`` writes them) and where its plots go
+#: (``bench/plots.py`` renders them): here, so neither script imports the other.
+LATEST = Path(__file__).resolve().parent / "results" / "latest.json"
+PLOTS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks"
 REGION = "us-east-1"
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]

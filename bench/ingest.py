@@ -168,8 +168,8 @@ def copy_raw(name: str, documents: Sequence, url: str) -> Result:
 def ingest(name: str, config: str, documents: Sequence, kind, embedder) -> Result:
     from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
     from context_ledger.db import connection
+    from context_ledger.dlp.classification import Classification
     from context_ledger.sources import service
-    from context_ledger.sources.model import Classification
     from context_ledger.spaces.service import create_organisation
 
     with connection() as conn:

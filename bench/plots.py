@@ -161,8 +161,8 @@ def render_plots(latest: Figures, quality: Sequence[Figures], out: Path) -> list
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench_support import LATEST, PLOTS
     from quality_results import QUALITY_RESULTS, load_quality
-    from suite import LATEST, PLOTS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", type=Path, default=LATEST)

@@ -173,8 +173,9 @@ def ingest(dataset: Dataset, embedder: Any, label: str) -> Tenant:
     in batches, then published), and a user who may search the team."""
     from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
     from context_ledger.db import connection
+    from context_ledger.dlp.classification import Classification
     from context_ledger.sources import service
-    from context_ledger.sources.model import Classification, SourceKind
+    from context_ledger.sources.model import SourceKind
     from context_ledger.spaces.levels import Level
     from context_ledger.spaces.permissions import Permission
     from context_ledger.spaces.service import create_organisation, create_space, set_grants
@@ -276,9 +277,9 @@ def evaluate(
     import pytrec_eval
 
     from context_ledger.db import connection
+    from context_ledger.http.retrieve import RetrieveRequest
     from context_ledger.retrieval import store
     from context_ledger.retrieval.query_vector import SearchMode
-    from context_ledger.retrieval.request import RetrieveRequest
     from context_ledger.retrieval.service import Dependencies, retrieve
     from context_ledger.search.hybrid import rank
     from context_ledger.settings import load_settings
@@ -294,7 +295,6 @@ def evaluate(
         ),
         cache=cache,
         embedder=embedder,
-        publish=lambda event: None,  # the attribution queue is not what is measured here
     )
     top: dict[str, dict[str, float]] = {}
     deep: dict[str, dict[str, float]] = {}
@@ -311,7 +311,7 @@ def evaluate(
                 "maxPerLevel": MAX_PER_LEVEL,
                 "excludeRelated": True,
             }
-        )
+        ).to_query()
         cache.last = None
         with connection() as conn:
             started = time.perf_counter()

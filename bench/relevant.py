@@ -184,7 +184,7 @@ def load_memories(
     from context_ledger.embeddings.hashing import HashingEmbeddingProvider
     from context_ledger.memory.model import new_memory_id
     from context_ledger.memory.scoring import unit
-    from context_ledger.sources.chunking.tokens import count_tokens
+    from context_ledger.text.tokens import count_tokens
 
     provider = HashingEmbeddingProvider()
     provider_name = f"{provider.name}/{provider.dimensions}"

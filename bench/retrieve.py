@@ -195,8 +195,9 @@ def create_fixture() -> Fixture:
     first build open; alice may search the organisation (and so every space below it)."""
     from context_ledger.auth.principal import Principal
     from context_ledger.db import connection
+    from context_ledger.dlp.classification import Classification
     from context_ledger.sources import service
-    from context_ledger.sources.model import Classification, SourceKind
+    from context_ledger.sources.model import SourceKind
     from context_ledger.spaces.levels import Level
     from context_ledger.spaces.permissions import Permission
     from context_ledger.spaces.service import create_organisation, create_space, set_grants
@@ -291,7 +292,7 @@ def load_chunks(
 
     from context_ledger.embeddings.hashing import HashingEmbeddingProvider
     from context_ledger.sources.chunking.identifiers import search_text
-    from context_ledger.sources.chunking.tokens import count_tokens
+    from context_ledger.text.tokens import count_tokens
 
     embedder = HashingEmbeddingProvider(dims)
     with psycopg.connect(url) as conn:

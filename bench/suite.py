@@ -34,14 +34,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from bench_support import LATEST, PLOTS
+
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 RESULTS = BENCH / "results"
-LATEST = RESULTS / "latest.json"
 REPORT = RESULTS / "latest.md"
 LOGS = RESULTS / "logs"
 DOCUMENT = REPO / "BENCHMARKS.md"
-PLOTS = REPO / "docs" / "benchmarks"
 HEARTBEAT_SECONDS = 60.0
 #: The last lines of a failed benchmark's stderr kept in the results (all of it is in logs/).
 ERROR_LINES = 4

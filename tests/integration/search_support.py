@@ -8,9 +8,10 @@ from collections.abc import Sequence
 import psycopg
 
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
+from context_ledger.dlp.classification import Classification
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.sources import service
-from context_ledger.sources.model import Classification, Document, SourceKind
+from context_ledger.sources.model import Document, SourceKind
 from context_ledger.spaces.service import Organisation
 
 

@@ -10,12 +10,12 @@ from collections.abc import Iterator
 import pytest
 
 from context_ledger.dlp import redaction
+from context_ledger.dlp.classification import Classification
 from context_ledger.dlp.gate import DlpScanFailedError, EmbeddingGate, Refusal
 from context_ledger.dlp.policy import DEFAULT_ACTIONS, DlpAction, DlpPolicy
 from context_ledger.dlp.redaction import CustomPattern, ScanError
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.local.embeddings_server import StandInEmbeddingsServer, serve_embeddings
-from context_ledger.sources.model import Classification
 
 AWS_KEY = "AKIAQ3EGRTW5NB7XKP2M"
 TEXTS = [

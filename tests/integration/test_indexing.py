@@ -9,10 +9,11 @@ import pytest
 
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
 from context_ledger.db import connection
+from context_ledger.dlp.classification import Classification
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.local.embeddings_server import serve_embeddings
 from context_ledger.sources import service
-from context_ledger.sources.model import Classification, Document, SourceKind
+from context_ledger.sources.model import Document, SourceKind
 from context_ledger.spaces.service import Organisation, create_organisation
 from context_ledger.spaces.store import organisation_space
 

@@ -16,10 +16,10 @@ from context_ledger.memory.embedding import MemoryEmbedder
 from context_ledger.memory.projects import find_project
 from context_ledger.settings import load_settings
 from context_ledger.sources import store as sources_store
-from context_ledger.sources.chunking.tokens import count_tokens
 from context_ledger.sources.searchable import current_chunks
 from context_ledger.spaces.permissions import Permission
 from context_ledger.spaces.service import create_organisation
+from context_ledger.text.tokens import count_tokens
 
 POSTGRES = "We use Postgres, not MongoDB, because the ranking query needs joins."
 LATENCY = "The retrieval endpoint must answer in under 200 ms at p95."

@@ -9,9 +9,9 @@ from psycopg.rows import dict_row
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
 from context_ledger.db import connection
 from context_ledger.db.pending import send
+from context_ledger.dlp.classification import Classification
 from context_ledger.dlp.policy import DlpAction, load_policy, pending_policy, replace_policy
 from context_ledger.settings import load_settings
-from context_ledger.sources.model import Classification
 from context_ledger.spaces.service import create_organisation
 from context_ledger.spaces.weights import effective_weights, pending_weights, replace_overrides
 

@@ -9,14 +9,15 @@ import pytest
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
 from context_ledger.cooldown import Cooldown
 from context_ledger.db import connection
+from context_ledger.dlp.classification import Classification
 from context_ledger.embeddings.client import EmbeddingsClient
+from context_ledger.http.retrieve import RetrieveRequest
 from context_ledger.local.embeddings_server import serve_embeddings
 from context_ledger.retrieval.cache import SearchCache
-from context_ledger.retrieval.request import RetrieveRequest
 from context_ledger.retrieval.service import Dependencies, retrieve
 from context_ledger.settings import load_settings
 from context_ledger.sources import service as sources
-from context_ledger.sources.model import Classification, Document, SourceKind
+from context_ledger.sources.model import Document, SourceKind
 from context_ledger.spaces.levels import Level
 from context_ledger.spaces.service import create_organisation, create_space
 
@@ -78,7 +79,6 @@ def _retrieve(admin, space_id, embedder, backend="exact", max_per_level=5):
         settings=load_settings(KEYSTONE_CONTEXT_SEARCH_BACKEND=backend),
         cache=SearchCache(),
         embedder=embedder,
-        publish=lambda event: None,
         cooldown=Cooldown(),
     )
     request = RetrieveRequest.model_validate(
@@ -88,7 +88,7 @@ def _retrieve(admin, space_id, embedder, backend="exact", max_per_level=5):
             "maxPerLevel": max_per_level,
             "excludeRelated": True,
         }
-    )
+    ).to_query()
     with connection() as conn:
         return retrieve(conn, admin, request, client_header=None, deps=deps)
 

@@ -8,16 +8,17 @@ import pytest
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
 from context_ledger.cooldown import Cooldown
 from context_ledger.db import connection
+from context_ledger.dlp.classification import Classification
 from context_ledger.dlp.policy import replace_policy
 from context_ledger.embeddings.client import EmbeddingsClient
+from context_ledger.http.retrieve import RetrieveRequest
 from context_ledger.local.embeddings_server import serve_embeddings
 from context_ledger.retrieval.cache import SearchCache
 from context_ledger.retrieval.query_vector import DEGRADED_WARNING, SearchMode
-from context_ledger.retrieval.request import RetrieveRequest
 from context_ledger.retrieval.service import Dependencies, retrieve
 from context_ledger.settings import load_settings
 from context_ledger.sources import service as sources
-from context_ledger.sources.model import Classification, Document, SourceKind
+from context_ledger.sources.model import Document, SourceKind
 from context_ledger.spaces.service import create_organisation
 
 
@@ -61,18 +62,16 @@ def run(
     cooldown: Cooldown | None = None,
     **settings: str,
 ):
-    published: list[dict] = []
     deps = Dependencies(
         settings=load_settings(KEYSTONE_CONTEXT_SEARCH_BACKEND=backend, **settings),
         cache=SearchCache(),
         embedder=embedder,
-        publish=published.append,
         cooldown=cooldown or Cooldown(),
     )
-    request = RetrieveRequest.model_validate({"query": query, "excludeRelated": True})
+    request = RetrieveRequest.model_validate({"query": query, "excludeRelated": True}).to_query()
     with connection() as conn:
         answer = retrieve(conn, admin, request, client_header=None, deps=deps)
-    return answer, published
+    return answer, [answer.event]
 
 
 DOCS = [
@@ -194,9 +193,10 @@ def test_a_degraded_search_is_not_cached(admin, stand_in) -> None:
         settings=load_settings(KEYSTONE_CONTEXT_EMBEDDINGS_COOLDOWN_SECONDS="0"),
         cache=SearchCache(),
         embedder=embedder,
-        publish=lambda _: None,
     )
-    request = RetrieveRequest.model_validate({"query": "refunds", "excludeRelated": True})
+    request = RetrieveRequest.model_validate(
+        {"query": "refunds", "excludeRelated": True}
+    ).to_query()
 
     with connection() as conn:
         modes = [

@@ -11,9 +11,9 @@ from search_support import admin_of, publish_source
 
 from context_ledger.db import connection, spare_connection
 from context_ledger.embeddings.client import EmbeddingsClient
+from context_ledger.http.retrieve import RetrieveRequest
 from context_ledger.local.embeddings_server import serve_embeddings
 from context_ledger.retrieval.cache import SearchCache
-from context_ledger.retrieval.request import RetrieveRequest
 from context_ledger.retrieval.service import Dependencies, retrieve
 from context_ledger.search.candidates import find_candidates
 from context_ledger.settings import SearchBackend, load_settings
@@ -73,7 +73,9 @@ def test_a_side_connection_finds_exactly_what_one_connection_finds(
 def test_the_use_case_with_the_pools_spare_connection_answers_the_same(indexed) -> None:
     admin, _, embedder = indexed
     settings = load_settings(KEYSTONE_CONTEXT_SEARCH_BACKEND="pgvector")
-    request = RetrieveRequest.model_validate({"query": "refund receipt", "maxPerLevel": 20})
+    request = RetrieveRequest.model_validate(
+        {"query": "refund receipt", "maxPerLevel": 20}
+    ).to_query()
     answers = []
     for side in (None, spare_connection):
         extra = {"side_connection": side} if side else {}
@@ -81,7 +83,6 @@ def test_the_use_case_with_the_pools_spare_connection_answers_the_same(indexed) 
             settings=settings,
             cache=SearchCache(),
             embedder=embedder,
-            publish=lambda _: None,
             **extra,
         )
         with connection() as conn:

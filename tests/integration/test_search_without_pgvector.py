@@ -24,9 +24,9 @@ from context_ledger.auth.principal import Principal
 from context_ledger.db.migrate import migrate
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.embeddings.similarity import cosine
+from context_ledger.http.retrieve import RetrieveRequest
 from context_ledger.local.embeddings_server import serve_embeddings
 from context_ledger.retrieval.cache import SearchCache
-from context_ledger.retrieval.request import RetrieveRequest
 from context_ledger.retrieval.service import Dependencies, retrieve
 from context_ledger.search.candidates import Candidate, find_candidates
 from context_ledger.search.exact import uses_pgvector
@@ -194,17 +194,15 @@ def test_every_retrieval_fails_closed_with_the_pgvector_backend_and_no_pgvector(
     plain_database: tuple[str, str], embedder: EmbeddingsClient, published: bool, embeddings: bool
 ) -> None:
     """Not only those with a query vector: the operator chose pgvector, so a full-text-only
-    retrieval (no endpoint, or nothing to search) is 503 as well, and nothing is recorded."""
+    retrieval (no endpoint, or nothing to search) is 503 as well: no answer, no evidence."""
     url, _ = plain_database
     migrate(url)
-    recorded: list[dict] = []
     deps = Dependencies(
         settings=load_settings(KEYSTONE_CONTEXT_SEARCH_BACKEND="pgvector"),
         cache=SearchCache(),
         embedder=embedder if embeddings else None,
-        publish=recorded.append,
     )
-    request = RetrieveRequest.model_validate({"query": "refund receipt"})
+    request = RetrieveRequest.model_validate({"query": "refund receipt"}).to_query()
 
     with psycopg.connect(url, row_factory=dict_row) as conn:
         org = create_organisation(conn, name="Plain")
@@ -215,4 +213,3 @@ def test_every_retrieval_fails_closed_with_the_pgvector_backend_and_no_pgvector(
             retrieve(conn, admin_of(org), request, client_header=None, deps=deps)
 
     assert raised.value.status == 503
-    assert recorded == []

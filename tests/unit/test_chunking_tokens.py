@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import tiktoken
 
-from context_ledger.sources.chunking.tokens import (
+from context_ledger.text.tokens import (
     count_tokens,
     split_at_token_boundaries,
     tail_at_token_boundary,

@@ -6,12 +6,12 @@ import hashlib
 
 import pytest
 
+from context_ledger.attribution.events import MEMORY_IDENTIFIER_KEYS as IDENTIFIER_KEYS
 from context_ledger.dlp import delivery, redaction
+from context_ledger.dlp.classification import Classification
 from context_ledger.dlp.delivery import Delivery
 from context_ledger.dlp.policy import DEFAULT_ACTIONS, DlpAction, DlpPolicy
 from context_ledger.dlp.redaction import CustomPattern
-from context_ledger.memory.chunks import IDENTIFIER_KEYS
-from context_ledger.sources.model import Classification
 
 EMAIL = "jane.roe@example.com"
 # An organisation pattern that also matches memory ids: they must survive it.

@@ -15,11 +15,11 @@ from dlp_plants import PLANTS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from context_ledger.dlp.classification import Classification
 from context_ledger.dlp.gate import EmbeddingGate
 from context_ledger.dlp.policy import DlpAction, DlpPolicy
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.local.embeddings_server import StandInEmbeddingsServer, serve_embeddings
-from context_ledger.sources.model import Classification
 
 DETERMINISTIC = settings(
     derandomize=True,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from context_ledger.dlp.classification import Classification
 from context_ledger.dlp.policy import (
     DEFAULT_ACTIONS,
     DlpAction,
@@ -13,7 +14,6 @@ from context_ledger.dlp.policy import (
     parse_withheld,
 )
 from context_ledger.errors import ValidationFailedError
-from context_ledger.sources.model import Classification
 
 
 def test_the_defaults_never_embed_confidential_restricted_or_regulated_content() -> None:

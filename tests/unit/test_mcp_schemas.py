@@ -13,9 +13,9 @@ from api_support import run_coroutine
 from context_ledger.http.attributions import LinkRequest
 from context_ledger.http.memory import MAX_BATCH, CreateMemory
 from context_ledger.http.openapi import openapi_document
+from context_ledger.http.retrieve import RetrieveRequest
 from context_ledger.mcp.tools import build_server
 from context_ledger.memory.model import PROJECT_KEY
-from context_ledger.retrieval.request import RetrieveRequest
 
 RULES = ("type", "minLength", "maxLength", "minimum", "maximum", "pattern", "enum", "maxItems")
 

@@ -9,14 +9,15 @@ from pydantic import ValidationError
 
 from context_ledger.attribution.publisher import parse_client_header
 from context_ledger.errors import SpaceNotFoundError
-from context_ledger.retrieval.budget import fit_to_budget
+from context_ledger.http.retrieve import RetrieveRequest
 from context_ledger.retrieval.cache import CachedSearch, SearchCache
+from context_ledger.retrieval.query import RetrieveQuery
 from context_ledger.retrieval.related import pick_related
-from context_ledger.retrieval.request import RetrieveRequest
+from context_ledger.text.budget import fit_to_budget
 
 
-def request(**fields) -> RetrieveRequest:
-    return RetrieveRequest.model_validate({"query": "refunds", **fields})
+def request(**fields) -> RetrieveQuery:
+    return RetrieveRequest.model_validate({"query": "refunds", **fields}).to_query()
 
 
 def test_defaults_are_the_specs() -> None:

@@ -24,6 +24,24 @@ from context_ledger.evidence.chain import ChainError, encode_entry, org_chain
 
 CATEGORY = "context_attribution"
 
+#: A team-memory chunk's metadata names its memory and accepted revision; the attribution
+#: record of a retrieval copies both into the chunk's entry (spec: "for team memory chunks, the
+#: entry and its accepted revision").
+MEMORY_ID_KEY = "memoryId"
+MEMORY_REVISION_KEY = "memoryRevision"
+#: A memory chunk's metadata keys whose values are identifiers, not text: delivered as stored
+#: (the memory API serves the memory's id, type and agent key as they are too).
+MEMORY_IDENTIFIER_KEYS = frozenset({MEMORY_ID_KEY, MEMORY_REVISION_KEY, "memoryType", "agentKey"})
+
+
+def memory_fields(chunk_metadata: dict[str, Any]) -> dict[str, Any]:
+    """``{"memoryId", "memoryRevision"}`` of a memory chunk's entry, ``{}`` for any other chunk."""
+    memory_id = chunk_metadata.get(MEMORY_ID_KEY)
+    revision = chunk_metadata.get(MEMORY_REVISION_KEY)
+    if isinstance(memory_id, str) and isinstance(revision, int):
+        return {MEMORY_ID_KEY: memory_id, MEMORY_REVISION_KEY: revision}
+    return {}
+
 
 class AttributionRecord(BaseModel):
     """The record of one retrieval; the named fields feed the ``attributions`` lookup row."""

@@ -25,11 +25,11 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from context_ledger.dlp.classification import Classification
 from context_ledger.dlp.policy import DlpAction, DlpPolicy
 from context_ledger.dlp.redaction import CustomPattern
 from context_ledger.dlp.texts import redacted
-from context_ledger.sources.chunking.tokens import count_tokens
-from context_ledger.sources.model import Classification
+from context_ledger.text.tokens import count_tokens
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from enum import StrEnum
 
 import psycopg
 
+from context_ledger.dlp.classification import Classification
 from context_ledger.dlp.policy import NEVER_EMBEDDED, DlpPolicy, load_policy
 from context_ledger.dlp.redaction import CustomPattern, Redactor, ScanError
 from context_ledger.embeddings.client import EmbeddingsClient
@@ -35,7 +36,6 @@ from context_ledger.embeddings.locality import locality
 from context_ledger.errors import ServiceUnavailableError
 from context_ledger.log import logger
 from context_ledger.settings import Settings
-from context_ledger.sources.model import Classification
 
 #: Classifications never sent to an endpoint outside the deployment, whatever their action.
 NEVER_EXTERNAL = frozenset(

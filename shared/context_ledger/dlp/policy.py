@@ -30,9 +30,9 @@ from psycopg.types.json import Jsonb
 
 from context_ledger.auth.principal import Principal
 from context_ledger.db.pending import Pending, send
+from context_ledger.dlp.classification import Classification
 from context_ledger.dlp.redaction import CustomPattern, compile_custom_patterns
 from context_ledger.errors import ForbiddenError, ValidationFailedError
-from context_ledger.sources.model import Classification
 
 
 class DlpAction(StrEnum):

@@ -11,11 +11,12 @@ from pydantic import Field, StringConstraints, field_validator
 
 from context_ledger.auth.principal import Principal
 from context_ledger.db import connection
+from context_ledger.dlp.classification import Classification
 from context_ledger.embeddings.client import get_embeddings_client
 from context_ledger.http.models import ApiModel, RequestModel
 from context_ledger.http.principal import current_principal
 from context_ledger.sources import service
-from context_ledger.sources.model import MAX_PATH_CHARS, Classification, Document, SourceKind
+from context_ledger.sources.model import MAX_PATH_CHARS, Document, SourceKind
 from context_ledger.spaces.service import parse_space_id
 
 router = APIRouter(tags=["sources"])

@@ -45,7 +45,7 @@ from context_ledger_client import AsyncContextLedger, ContextLedgerError, NewMem
 Clients = Callable[[Context], AbstractAsyncContextManager[AsyncContextLedger]]
 _Tool = TypeVar("_Tool", bound=Callable[..., Any])
 
-#: the API's limits that have no constant of their own (retrieval/request.py, http/memory.py,
+#: the API's limits that have no constant of their own (http/retrieve.py, http/memory.py,
 #: http/attributions.py)
 MAX_QUERY_CHARS = 8000
 MAX_ID_CHARS = 128

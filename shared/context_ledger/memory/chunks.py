@@ -1,9 +1,7 @@
 """Team memory in the context API: a memory's accepted revision as a chunk of its project's
-memory source, and what a retrieval's attribution record says about such a chunk.
-
-Chunk metadata carries ``memoryId`` and ``memoryRevision``; the attribution record of a
-retrieval copies them into the chunk's entry (spec: "for team memory chunks, the entry and its
-accepted revision").
+memory source. Its metadata keys, and what a retrieval's attribution record says about such a
+chunk, are the attribution's (``attribution/events.py``): retrieval reads them without
+importing memory.
 """
 
 from __future__ import annotations
@@ -11,11 +9,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-MEMORY_ID_KEY = "memoryId"
-MEMORY_REVISION_KEY = "memoryRevision"
-#: Metadata keys whose values are identifiers, not text: delivered as stored (the memory API
-#: serves the memory's id, type and agent key as they are too).
-IDENTIFIER_KEYS = frozenset({MEMORY_ID_KEY, MEMORY_REVISION_KEY, "memoryType", "agentKey"})
+from context_ledger.attribution.events import MEMORY_ID_KEY, MEMORY_REVISION_KEY
 
 
 def chunk_path(memory_id: str) -> str:
@@ -56,12 +50,3 @@ def memory_chunk(
             "agentKey": agent_key,
         },
     }
-
-
-def attribution_fields(chunk_metadata: dict[str, Any]) -> dict[str, Any]:
-    """``{"memoryId", "memoryRevision"}`` for a memory chunk, ``{}`` for any other chunk."""
-    memory_id = chunk_metadata.get(MEMORY_ID_KEY)
-    revision = chunk_metadata.get(MEMORY_REVISION_KEY)
-    if isinstance(memory_id, str) and isinstance(revision, int):
-        return {MEMORY_ID_KEY: memory_id, MEMORY_REVISION_KEY: revision}
-    return {}

@@ -18,13 +18,13 @@ from typing import Protocol
 import numpy as np
 import psycopg
 
+from context_ledger.dlp.classification import Classification
 from context_ledger.dlp.gate import open_gate
 from context_ledger.dlp.policy import DlpPolicy
 from context_ledger.embeddings.client import EmbeddingsClient, get_embeddings_client
 from context_ledger.embeddings.hashing import HashingEmbeddingProvider
 from context_ledger.memory.scoring import unit
 from context_ledger.settings import Settings
-from context_ledger.sources.model import Classification
 
 #: Memory sources are internal: their content may be embedded (after redaction).
 MEMORY_CLASSIFICATION = Classification.INTERNAL

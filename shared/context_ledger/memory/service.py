@@ -44,10 +44,10 @@ from context_ledger.memory.projects import (
     project_for_write,
 )
 from context_ledger.memory.vector_cache import VectorCache
-from context_ledger.retrieval.budget import fit_to_budget
 from context_ledger.settings import Settings
-from context_ledger.sources.chunking.tokens import count_tokens
 from context_ledger.spaces.permissions import Permission
+from context_ledger.text.budget import fit_to_budget
+from context_ledger.text.tokens import count_tokens
 
 #: Fields of a revision (the entry holds the rest: agent, counters, timestamps).
 REVISION_FIELDS = ("type", "content", "confidence", "importance", "metadata")

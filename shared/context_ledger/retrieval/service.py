@@ -22,6 +22,7 @@ from typing import Any
 
 import psycopg
 
+from context_ledger.attribution.events import MEMORY_IDENTIFIER_KEYS, memory_fields
 from context_ledger.auth.principal import Principal
 from context_ledger.cooldown import Cooldown
 from context_ledger.db.pending import Pending
@@ -31,10 +32,7 @@ from context_ledger.dlp.policy import NEVER_EMBEDDED, DlpPolicy, pending_policy
 from context_ledger.dlp.texts import redacted
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.evidence.canonical import format_timestamp
-from context_ledger.memory.chunks import IDENTIFIER_KEYS as MEMORY_IDENTIFIER_KEYS
-from context_ledger.memory.chunks import attribution_fields as memory_attribution_fields
 from context_ledger.retrieval import store, warnings
-from context_ledger.retrieval.budget import fit_to_budget
 from context_ledger.retrieval.cache import CachedSearch, SearchCache
 from context_ledger.retrieval.chain import (
     SearchSource,
@@ -44,6 +42,7 @@ from context_ledger.retrieval.chain import (
     pending_search_spaces,
     searchable_sources,
 )
+from context_ledger.retrieval.query import RetrieveQuery
 from context_ledger.retrieval.query_vector import (
     DEGRADED_WARNING,
     QueryVector,
@@ -52,7 +51,6 @@ from context_ledger.retrieval.query_vector import (
     without_embedding,
 )
 from context_ledger.retrieval.related import pick_related
-from context_ledger.retrieval.request import RetrieveRequest
 from context_ledger.search.candidates import Candidate, search_candidates
 from context_ledger.search.fulltext import SearchQuery, TermCounts
 from context_ledger.search.hybrid import rank
@@ -61,6 +59,7 @@ from context_ledger.settings import SearchBackend, Settings
 from context_ledger.sources.model import SourceKind
 from context_ledger.spaces.levels import Level
 from context_ledger.spaces.weights import pending_weights
+from context_ledger.text.budget import fit_to_budget
 
 #: How many candidates each search returns, per level of the chain, before ranking and the
 #: per-level cap: a level is searched on its own, so many strong matches at one level never
@@ -92,6 +91,9 @@ class RetrieveAnswer:
     sources: dict[uuid.UUID, SearchSource] = field(default_factory=dict)
     search_mode: SearchMode = SearchMode.HYBRID
     warnings: tuple[str, ...] = ()
+    #: The evidence record of this answer (``attribution_event``), for the caller to queue once
+    #: the answer is sure to be delivered: evidence of an answer never delivered must not exist.
+    event: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,6 @@ class Dependencies:
     settings: Settings
     cache: SearchCache
     embedder: EmbeddingsClient | None
-    publish: Callable[[dict[str, Any]], None]
     #: One per process in the service (retrieval/query_vector.py); a fresh one by default.
     cooldown: Cooldown = field(default_factory=Cooldown)
     #: A second connection for the vector search to run beside the text search, or None
@@ -221,7 +222,7 @@ def _ranked_chunks(
     candidates: list[Candidate],
     sources: dict[uuid.UUID, SearchSource],
     levels: dict[uuid.UUID, Level],
-    request: RetrieveRequest,
+    request: RetrieveQuery,
     weights: dict[str, float],
 ) -> list[DeliveredChunk]:
     """Ranked candidates, at most ``maxPerLevel`` per level, with their stored rows."""
@@ -256,7 +257,7 @@ def _ranked_chunks(
 
 
 def _warnings(
-    request: RetrieveRequest,
+    request: RetrieveQuery,
     query: QueryVector,
     spaces: list[SearchSpace],
     searchable: list[SearchSource],
@@ -361,7 +362,7 @@ def _related_chunks(
 
 def attribution_event(
     principal: Principal,
-    request: RetrieveRequest,
+    request: RetrieveQuery,
     answer: RetrieveAnswer,
     *,
     client: tuple[str, str] | None,
@@ -378,7 +379,7 @@ def attribution_event(
         }
         if chunk.related_to is not None:
             entry["relatedTo"] = str(chunk.related_to)
-        entry.update(memory_attribution_fields(chunk.row["metadata"]))  # team memory: entry, rev
+        entry.update(memory_fields(chunk.row["metadata"]))  # team memory: entry, rev
         chunks.append(entry)
     return {
         "recordId": str(uuid.uuid4()),
@@ -408,7 +409,7 @@ def attribution_event(
 def retrieve(
     conn: psycopg.Connection,
     principal: Principal,
-    request: RetrieveRequest,
+    request: RetrieveQuery,
     *,
     client_header: tuple[str, str] | None,
     deps: Dependencies,
@@ -491,5 +492,6 @@ def retrieve(
             request, query, spaces, searchable, withheld, offered=offered, delivered=delivered
         ),
     )
-    deps.publish(attribution_event(principal, request, answer, client=client_header))
-    return answer
+    return replace(
+        answer, event=attribution_event(principal, request, answer, client=client_header)
+    )

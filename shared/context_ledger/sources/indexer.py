@@ -28,13 +28,14 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.types.json import Jsonb
 
+from context_ledger.dlp.classification import Classification
 from context_ledger.dlp.gate import EmbeddingGate
 from context_ledger.dlp.redaction import CustomPattern
 from context_ledger.dlp.texts import redacted
 from context_ledger.sources.chunking import chunk_document
 from context_ledger.sources.chunking.identifiers import search_text
 from context_ledger.sources.code_graph import build_code_graph, graph_language
-from context_ledger.sources.model import Chunk, Classification, Document, SourceKind
+from context_ledger.sources.model import Chunk, Document, SourceKind
 
 _CREATE_LOAD_TABLE = """
 CREATE TEMP TABLE chunk_load (

@@ -17,14 +17,6 @@ class SourceKind(StrEnum):
     CUSTOM = "custom"
 
 
-class Classification(StrEnum):
-    PUBLIC = "public"
-    INTERNAL = "internal"
-    CONFIDENTIAL = "confidential"
-    RESTRICTED = "restricted"
-    REGULATED = "regulated"
-
-
 class EdgeRelation(StrEnum):
     """Stored relations between code chunks; ``called_by`` is ``calls`` read backwards."""
 

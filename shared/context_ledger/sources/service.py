@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import psycopg
 
 from context_ledger.auth.principal import Principal
+from context_ledger.dlp.classification import Classification
 from context_ledger.dlp.delivery import Delivery
 from context_ledger.dlp.gate import open_gate
 from context_ledger.dlp.policy import load_policy
@@ -24,7 +25,7 @@ from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.errors import ConflictError, NotFoundError, SpaceNotFoundError
 from context_ledger.settings import get_settings
 from context_ledger.sources import indexer, store
-from context_ledger.sources.model import Classification, Document, SourceKind
+from context_ledger.sources.model import Document, SourceKind
 from context_ledger.spaces.permissions import Permission
 from context_ledger.spaces.service import authorize_space
 

@@ -24,8 +24,8 @@ from context_ledger.sources.chunking.languages import (
 )
 from context_ledger.sources.chunking.lines import chunk_lines
 from context_ledger.sources.chunking.prose import chunk_prose
-from context_ledger.sources.chunking.tokens import count_tokens
 from context_ledger.sources.model import Chunk, Document, SourceKind
+from context_ledger.text.tokens import count_tokens
 
 # A limit below this could not hold one character (up to 4 byte tokens) with room to spare.
 MIN_MAX_TOKENS = 16

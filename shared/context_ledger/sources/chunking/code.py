@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from context_ledger.sources.chunking.declarations import Declaration, find_declarations
 from context_ledger.sources.chunking.languages import parser_for
 from context_ledger.sources.chunking.lines import Lines, build_chunk, chunk_lines, pack_rows
-from context_ledger.sources.chunking.tokens import count_tokens
 from context_ledger.sources.model import Chunk
+from context_ledger.text.tokens import count_tokens
 
 _WORD = re.compile(r"\w")
 

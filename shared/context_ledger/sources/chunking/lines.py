@@ -12,8 +12,8 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
 
-from context_ledger.sources.chunking.tokens import count_tokens, split_at_token_boundaries
 from context_ledger.sources.model import Chunk
+from context_ledger.text.tokens import count_tokens, split_at_token_boundaries
 
 _NEWLINE = re.compile(r"\n")
 # Estimated cost of the line break(s) between two packed units; the exact count is checked.

@@ -19,12 +19,12 @@ import re
 from dataclasses import dataclass
 
 from context_ledger.sources.chunking.lines import Lines, Piece, build_chunk
-from context_ledger.sources.chunking.tokens import (
+from context_ledger.sources.model import Chunk
+from context_ledger.text.tokens import (
     count_tokens,
     split_at_token_boundaries,
     tail_at_token_boundary,
 )
-from context_ledger.sources.model import Chunk
 
 _FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")

@@ -576,7 +576,7 @@ def search_query(fixture: Fixture, text: str, vector: list[float] | None) -> Any
     """The search step's inputs for ``text`` over every source of the chain, before its terms are
     looked up."""
     from context_ledger.retrieval.service import CANDIDATES
-    from context_ledger.search.fulltext import SearchQuery
+    from context_ledger.search.query import SearchQuery
 
     return SearchQuery(fixture.org_id, fixture.source_ids, text, vector, CANDIDATES)
 
@@ -619,7 +619,7 @@ def capture_bare_search(
     second call: per-process lookups are cached; on one connection, so all in one pipeline),
     on the first probe query whose every search matches a term."""
     from context_ledger.search.candidates import search_candidates
-    from context_ledger.search.fulltext import SearchQuery
+    from context_ledger.search.query import SearchQuery
     from context_ledger.settings import SearchBackend, get_settings
 
     recorded: list[Statement] = []

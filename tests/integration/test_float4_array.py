@@ -60,7 +60,7 @@ def test_pooled_connections_opened_before_the_search_modules_bind_it(database_ur
 from context_ledger.db import connection, close_pool
 with connection() as conn:
     conn.execute("SELECT 1")
-from context_ledger.search.fulltext import SearchQuery
+from context_ledger.search.query import SearchQuery
 query = SearchQuery(None, [], "q", [1.5, -2.0], 1)
 with connection() as conn:
     print(conn.execute("SELECT %(query_vector)s::real[] AS v", query.params()).fetchone()["v"])

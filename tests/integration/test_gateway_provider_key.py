@@ -10,8 +10,8 @@ from typing import Any
 import boto3
 import pytest
 
-from context_ledger.gateway.provider import Endpoint, ProviderUnavailableError, get_provider
 from context_ledger.local.provider_server import StandInProviderServer, serve_provider
+from context_ledger.model_gateway.provider import Endpoint, ProviderUnavailableError, get_provider
 from context_ledger.settings import get_settings
 
 BODY = b'{"model": "echo-1", "messages": [{"role": "user", "content": "hi"}]}'

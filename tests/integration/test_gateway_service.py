@@ -20,17 +20,22 @@ from context_ledger.db import connection
 from context_ledger.evidence.chain import org_chain, verify
 from context_ledger.evidence.keys import KeyRing
 from context_ledger.evidence.listing import list_evidence
-from context_ledger.gateway.calls import list_calls
-from context_ledger.gateway.headers import CONTEXT_LINK, GATEWAY_REQUEST_ID, GatewayHeaders
-from context_ledger.gateway.linking import AUDIT_EVENT, LinkOutcome, audit_logger, link_retrieval
-from context_ledger.gateway.provider import Endpoint, ProviderClient
-from context_ledger.gateway.service import (
+from context_ledger.local.provider_server import StandInProviderServer, serve_provider
+from context_ledger.model_gateway.calls import list_calls
+from context_ledger.model_gateway.headers import CONTEXT_LINK, GATEWAY_REQUEST_ID, GatewayHeaders
+from context_ledger.model_gateway.linking import (
+    AUDIT_EVENT,
+    LinkOutcome,
+    audit_logger,
+    link_retrieval,
+)
+from context_ledger.model_gateway.provider import Endpoint, ProviderClient
+from context_ledger.model_gateway.service import (
     CallRequest,
     GatewayService,
     PlainAnswer,
     StreamedAnswer,
 )
-from context_ledger.local.provider_server import StandInProviderServer, serve_provider
 
 KEY = "gateway-test-key-" + "k" * 32
 CHAT = b'{"model": "echo-1", "messages": [{"role": "user", "content": "refunds?"}]}'

@@ -23,8 +23,8 @@ from context_ledger.ratelimit.buckets import request_buckets
 from context_ledger.retrieval.cache import SearchCache
 from context_ledger.retrieval.service import Dependencies, retrieve
 from context_ledger.search.candidates import find_candidates, with_terms
-from context_ledger.search.fulltext import SearchQuery
 from context_ledger.search.hybrid import rank
+from context_ledger.search.query import SearchQuery
 from context_ledger.settings import SearchBackend, load_settings
 from context_ledger.sources.model import Document
 from context_ledger.spaces.levels import Level

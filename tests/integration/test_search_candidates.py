@@ -20,8 +20,8 @@ from context_ledger.search import pgvector_backend
 from context_ledger.search.bm25 import K1, B, idf
 from context_ledger.search.candidates import Candidate, find_candidates
 from context_ledger.search.exact import pending_exact_search
-from context_ledger.search.fulltext import SearchQuery
 from context_ledger.search.hybrid import rank
+from context_ledger.search.query import SearchQuery
 from context_ledger.search.vectors import index_name
 from context_ledger.settings import DEFAULT_HNSW_EF_SEARCH, SearchBackend
 from context_ledger.sources import service

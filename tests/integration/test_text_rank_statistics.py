@@ -11,7 +11,8 @@ from search_support import admin_of, publish_source
 
 from context_ledger.db import connection
 from context_ledger.search.bm25 import idf
-from context_ledger.search.fulltext import SearchQuery, text_search, text_terms
+from context_ledger.search.fulltext import text_search, text_terms
+from context_ledger.search.query import SearchQuery
 from context_ledger.sources import service
 from context_ledger.sources.model import Document
 from context_ledger.spaces.service import Organisation, create_organisation

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from context_ledger.errors import InvalidRequestError
-from context_ledger.gateway.headers import (
+from context_ledger.model_gateway.headers import (
     CLIENT,
     CONTEXT_REQUEST_ID,
     METADATA,

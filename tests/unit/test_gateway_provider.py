@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from context_ledger.gateway.provider import Endpoint, ProviderUnavailableError, get_provider
+from context_ledger.model_gateway.provider import Endpoint, ProviderUnavailableError, get_provider
 from context_ledger.settings import get_settings
 
 

@@ -16,10 +16,10 @@ from context_ledger.auth.principal import (
     PrincipalKind,
 )
 from context_ledger.errors import InvalidRequestError
-from context_ledger.gateway.headers import GatewayHeaders
-from context_ledger.gateway.linking import may_link
-from context_ledger.gateway.provider import Endpoint
-from context_ledger.gateway.service import CallRequest
+from context_ledger.model_gateway.headers import GatewayHeaders
+from context_ledger.model_gateway.linking import may_link
+from context_ledger.model_gateway.provider import Endpoint
+from context_ledger.model_gateway.service import CallRequest
 
 ORG = uuid.uuid4()
 

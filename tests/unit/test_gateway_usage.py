@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from context_ledger.gateway.usage import StreamUsage, TokenUsage, usage_of_body
+from context_ledger.model_gateway.usage import StreamUsage, TokenUsage, usage_of_body
 
 USAGE = b'"usage": {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}'
 

@@ -7,7 +7,8 @@ import uuid
 import pytest
 
 from context_ledger.search.candidates import find_candidates, merge, vector_score
-from context_ledger.search.fulltext import Hit, normalised
+from context_ledger.search.fulltext import normalised
+from context_ledger.search.query import Hit
 from context_ledger.settings import SearchBackend
 
 SOURCE = uuid.uuid4()

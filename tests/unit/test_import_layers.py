@@ -20,7 +20,7 @@ BENCH = ROOT / "bench"
 #: Top layer first. A package may import its own layer or any layer below.
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("edge", frozenset({"cli", "mcp", "http", "local", "bootstrap"})),
-    ("use cases", frozenset({"retrieval", "memory", "gateway", "attribution"})),
+    ("use cases", frozenset({"retrieval", "memory", "model_gateway", "attribution"})),
     (
         "domain",
         frozenset(

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import uuid
 
-from context_ledger.search.fulltext import SearchQuery
 from context_ledger.search.pgvector_backend import _current_versions, _nearest
+from context_ledger.search.query import SearchQuery
 from context_ledger.spaces.levels import Level
 
 A, B, C, D = (uuid.UUID(int=n) for n in (1, 2, 3, 4))

@@ -29,7 +29,7 @@ FUNCTIONS: dict[str, tuple[str, ...]] = {
     "context_admin": ("weights", "dlp", "capabilities", "openapi"),
     "observability": ("observability",),
     "memory": ("memory",),
-    "model_gateway": ("gateway",),
+    "model_gateway": ("model_gateway",),
     # Its app answers errors in OpenAI's shape: http.embeddings.create_embeddings_app.
     "embeddings": ("embeddings",),
 }

@@ -52,8 +52,9 @@ from context_ledger.retrieval.query_vector import (
 )
 from context_ledger.retrieval.related import pick_related
 from context_ledger.search.candidates import Candidate, search_candidates
-from context_ledger.search.fulltext import SearchQuery, TermCounts
+from context_ledger.search.fulltext import TermCounts
 from context_ledger.search.hybrid import rank
+from context_ledger.search.query import SearchQuery
 from context_ledger.search.vectors import pending_pgvector_available, require_pgvector
 from context_ledger.settings import SearchBackend, Settings
 from context_ledger.sources.model import SourceKind

@@ -36,14 +36,9 @@ from psycopg import Connection
 from context_ledger.db import autocommit
 from context_ledger.db.pending import Pending
 from context_ledger.search.exact import pending_exact_search, similarity_sql, uses_pgvector
-from context_ledger.search.fulltext import (
-    Hit,
-    SearchQuery,
-    normalised,
-    pending_text_search,
-    pending_text_terms,
-)
+from context_ledger.search.fulltext import normalised, pending_text_search, pending_text_terms
 from context_ledger.search.pgvector_backend import pending_hnsw_search, pgvector_errors
+from context_ledger.search.query import Hit, SearchQuery
 from context_ledger.settings import DEFAULT_HNSW_EF_SEARCH, SearchBackend
 from context_ledger.sources.searchable import pending_current_versions
 

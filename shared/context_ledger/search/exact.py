@@ -18,7 +18,8 @@ from __future__ import annotations
 from psycopg import Connection, sql
 
 from context_ledger.db.pending import Pending
-from context_ledger.search.fulltext import Hit, SearchQuery, pending_search, with_text_rank
+from context_ledger.search.fulltext import with_text_rank
+from context_ledger.search.query import Hit, SearchQuery, pending_search
 from context_ledger.search.vectors import pgvector_available
 from context_ledger.sources.searchable import SEARCHABLE_CHUNKS
 

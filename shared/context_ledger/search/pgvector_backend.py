@@ -29,7 +29,8 @@ from psycopg import Connection, sql
 
 from context_ledger.db.pending import Pending
 from context_ledger.search.exact import vector_dimensions
-from context_ledger.search.fulltext import Hit, SearchQuery, pending_search, rank_of
+from context_ledger.search.fulltext import rank_of
+from context_ledger.search.query import Hit, SearchQuery, pending_search
 from context_ledger.search.vectors import (
     PgvectorUnavailableError,
     ensure_vector_index,

@@ -21,9 +21,9 @@ import psycopg
 from context_ledger.auth.principal import SCOPE_AUDIT_READ, Principal
 from context_ledger.evidence.keys import KeyRing, get_key_ring
 from context_ledger.evidence.listing import DEFAULT_LIMIT, MAX_LIMIT, Position
-from context_ledger.gateway.linking import LinkOutcome, retrieval_names
-from context_ledger.gateway.provider import Endpoint
-from context_ledger.gateway.usage import TokenUsage
+from context_ledger.model_gateway.linking import LinkOutcome, retrieval_names
+from context_ledger.model_gateway.provider import Endpoint
+from context_ledger.model_gateway.usage import TokenUsage
 
 
 @dataclass(frozen=True)

@@ -16,17 +16,17 @@ from context_ledger.auth.principal import Principal
 from context_ledger.db import connection
 from context_ledger.errors import ValidationFailedError
 from context_ledger.evidence.listing import DEFAULT_LIMIT, InvalidCursorError, Position
-from context_ledger.gateway.calls import LoggedCall, list_calls
-from context_ledger.gateway.headers import (
+from context_ledger.http.models import ApiModel
+from context_ledger.http.principal import current_principal
+from context_ledger.model_gateway.calls import LoggedCall, list_calls
+from context_ledger.model_gateway.headers import (
     CLIENT,
     CONTEXT_REQUEST_ID,
     METADATA,
     parse_gateway_headers,
 )
-from context_ledger.gateway.provider import Endpoint, get_provider
-from context_ledger.gateway.service import CallRequest, GatewayService, StreamedAnswer
-from context_ledger.http.models import ApiModel
-from context_ledger.http.principal import current_principal
+from context_ledger.model_gateway.provider import Endpoint, get_provider
+from context_ledger.model_gateway.service import CallRequest, GatewayService, StreamedAnswer
 from context_ledger.settings import get_settings
 
 router = APIRouter(prefix="/api/v1/models", tags=["models"])

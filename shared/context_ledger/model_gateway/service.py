@@ -25,22 +25,22 @@ import httpx
 from context_ledger.auth.principal import Principal
 from context_ledger.errors import InvalidRequestError
 from context_ledger.evidence.keys import KeyRing, get_key_ring
-from context_ledger.gateway.calls import ModelCall, record_call
-from context_ledger.gateway.headers import CONTEXT_LINK, GATEWAY_REQUEST_ID, GatewayHeaders
-from context_ledger.gateway.linking import (
+from context_ledger.log import logger
+from context_ledger.model_gateway.calls import ModelCall, record_call
+from context_ledger.model_gateway.headers import CONTEXT_LINK, GATEWAY_REQUEST_ID, GatewayHeaders
+from context_ledger.model_gateway.linking import (
     Connect,
     LinkResult,
     link_retrieval,
     pooled_connection,
 )
-from context_ledger.gateway.provider import (
+from context_ledger.model_gateway.provider import (
     Endpoint,
     ProviderAnswer,
     ProviderClient,
     ProviderUnavailableError,
 )
-from context_ledger.gateway.usage import StreamUsage, TokenUsage, usage_of_body
-from context_ledger.log import logger
+from context_ledger.model_gateway.usage import StreamUsage, TokenUsage, usage_of_body
 
 
 @dataclass(frozen=True)

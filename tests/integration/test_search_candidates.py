@@ -133,7 +133,7 @@ def bm25(
     chunks: int,
     mean_length: float,
 ) -> float:
-    """BM25 of one chunk, from its term frequencies and distinct lexeme count."""
+    """BM25 of one chunk, from its term frequencies and its length in tokens."""
     norm = K1 * (1 - B + B * length / mean_length)
     return sum(idf(frequencies[t], chunks) * n * (K1 + 1) / (n + norm) for t, n in tf.items())
 
@@ -352,11 +352,11 @@ def test_each_search_fills_in_the_other_score_of_its_single_hit(org, embedder, b
             row["path"]: row for row in conn.execute("SELECT id, path, embedding FROM chunks")
         }
     text, vector = stored["text.md"], stored["vector.md"]
-    # BM25 by hand: text.md holds refund and receipt twice each (2 lexemes), vector.md receipt
-    # once among top, part, page (4 lexemes); 2 chunks, mean length 3.
+    # BM25 by hand: text.md holds refund and receipt twice each (4 tokens), vector.md receipt
+    # once among top, part, page (4 tokens); 2 chunks, mean length 4.
     frequencies = {"refund": 1, "receipt": 2}
-    text_rank = bm25({"refund": 2, "receipt": 2}, 2, frequencies, chunks=2, mean_length=3)
-    vector_rank = bm25({"receipt": 1}, 4, frequencies, chunks=2, mean_length=3)
+    text_rank = bm25({"refund": 2, "receipt": 2}, 4, frequencies, chunks=2, mean_length=4)
+    vector_rank = bm25({"receipt": 1}, 4, frequencies, chunks=2, mean_length=4)
 
     # WHEN each search keeps one hit
     hits = search(org, [source], query, embedder=embedder, backend=backend, limit=1)

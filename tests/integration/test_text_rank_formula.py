@@ -27,7 +27,7 @@ QUERY = "refund receipt chargeback merchant"
 
 _RANKS = sql.SQL("SELECT c.path, {rank} AS rank FROM chunks c WHERE c.source_id = %(source)s")
 _TERM_COUNTS = """
-SELECT c.path, length(c.tsv) AS length, u.lexeme, cardinality(u.positions) AS tf
+SELECT c.path, u.lexeme, cardinality(u.positions) AS tf
 FROM chunks c, unnest(c.tsv) AS u WHERE c.source_id = %(source)s
 """
 
@@ -43,13 +43,17 @@ def source(db) -> tuple[uuid.UUID, uuid.UUID]:
 def expected_ranks(rows: list[dict], lexemes: tuple[str, ...], weights, average: float) -> dict:
     """Okapi BM25 per chunk, from its term frequencies; None when it holds no query term."""
     weight = dict(zip(lexemes, weights, strict=True))
+    # A chunk's length is its tokens, every lexeme's occurrences summed (Lucene's, bm25s's).
+    length: dict[str, int] = {}
+    for row in rows:
+        length[row["path"]] = length.get(row["path"], 0) + max(row["tf"], 1)
     ranks: dict[str, float | None] = {}
     for row in rows:
         ranks.setdefault(row["path"], None)
         if row["lexeme"] not in weight:
             continue
         tf = max(row["tf"], 1)
-        norm = bm25.K1 * (1 - bm25.B + bm25.B * row["length"] / average)
+        norm = bm25.K1 * (1 - bm25.B + bm25.B * length[row["path"]] / average)
         term = weight[row["lexeme"]] * tf * (bm25.K1 + 1) / (tf + norm)
         ranks[row["path"]] = (ranks[row["path"]] or 0.0) + term
     return ranks
@@ -69,6 +73,8 @@ def test_the_sql_rank_is_okapi_bm25_over_every_query_term(source) -> None:
 
     expected = expected_ranks(counts, terms.lexemes, terms.weights, terms.average_length)
     assert len(terms.lexemes) == 4, "every query word is a term of the source"
+    tokens = sum(max(row["tf"], 1) for row in counts)
+    assert terms.average_length == pytest.approx(tokens / len(DOCS)), "mean length in tokens"
     assert ranks["d.md"] is None, "no query term: no rank"
     for path in ["a.md", "b.md", "c.md"]:
         assert ranks[path] == pytest.approx(expected[path], rel=1e-12), path

@@ -25,7 +25,9 @@ DOCS = [
 
 # What the statistics must equal: a recount from the chunks table itself.
 _RECOUNT_VERSIONS = """
-SELECT source_id, index_version, count(*) AS chunks, sum(length(tsv)) AS lexemes
+SELECT source_id, index_version, count(*) AS chunks,
+       sum((SELECT coalesce(sum(greatest(cardinality(positions), 1)), 0) FROM unnest(tsv)))
+           AS tokens
 FROM chunks GROUP BY 1, 2 ORDER BY 1, 2
 """
 _RECOUNT_LEXEMES = """
@@ -34,7 +36,7 @@ FROM chunks c, unnest(tsvector_to_array(c.tsv)) AS l(lexeme)
 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
 """
 _KEPT_VERSIONS = """
-SELECT source_id, index_version, chunks, lexemes FROM text_rank_versions ORDER BY 1, 2
+SELECT source_id, index_version, chunks, tokens FROM text_rank_versions ORDER BY 1, 2
 """
 _KEPT_LEXEMES = """
 SELECT source_id, index_version, lexeme, chunks FROM text_rank_lexemes ORDER BY 1, 2, 3

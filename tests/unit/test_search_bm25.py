@@ -37,7 +37,7 @@ def test_matching_always_keeps_the_rarest_term_even_when_it_alone_is_over_the_li
 
 
 def test_query_terms_weigh_each_term_and_average_the_chunk_length() -> None:
-    terms = query_terms([term("refund", 2), term("policy", 8)], chunks=10, lexemes=250)
+    terms = query_terms([term("refund", 2), term("policy", 8)], chunks=10, tokens=250)
 
     assert terms.lexemes == ("refund", "policy")
     assert terms.weights == (idf(2, 10), idf(8, 10))
@@ -52,7 +52,7 @@ def test_beside_a_vector_search_the_text_search_matches_within_a_smaller_bound()
     common = bm25.MATCH_POSTINGS - room - 1  # the three together: MATCH_POSTINGS exactly
     terms = [term("rare", room // 2), term("mid", room // 2 + 1), term("common", common)]
 
-    found = query_terms(terms, chunks=100_000, lexemes=3_000_000)
+    found = query_terms(terms, chunks=100_000, tokens=3_000_000)
 
     assert found.match == ("'rare'", "'mid'", "'common'")
     assert found.hybrid_match == ("'rare'",)  # rare + mid is one over the bound
@@ -60,7 +60,7 @@ def test_beside_a_vector_search_the_text_search_matches_within_a_smaller_bound()
 
 
 def test_a_hybrid_search_still_matches_the_rarest_term_over_the_bound() -> None:
-    found = query_terms([term("study", 60_000), term("the", 90_000)], chunks=100_000, lexemes=1)
+    found = query_terms([term("study", 60_000), term("the", 90_000)], chunks=100_000, tokens=1)
 
     assert found.hybrid_match == found.match == ("'study'",)
 
@@ -69,7 +69,7 @@ def test_a_hybrid_search_still_matches_the_rarest_term_over_the_bound() -> None:
     ("terms", "chunks"), [([], 10), ([term("refund", 0)], 10), ([term("refund", 1)], 0)]
 )
 def test_no_term_in_the_searched_chunks_gives_no_terms(terms, chunks) -> None:
-    found = query_terms(terms, chunks=chunks, lexemes=100)
+    found = query_terms(terms, chunks=chunks, tokens=100)
 
     assert (found.lexemes, found.weights, found.match, found.hybrid_match) == ((), (), (), ())
 
@@ -77,17 +77,17 @@ def test_no_term_in_the_searched_chunks_gives_no_terms(terms, chunks) -> None:
 def test_a_term_the_query_repeats_weighs_its_idf_times_its_repeats() -> None:
     repeated = TermStats("refund", "'refund'", 2, repeats=3)
 
-    terms = query_terms([repeated, term("policy", 8)], chunks=10, lexemes=250)
+    terms = query_terms([repeated, term("policy", 8)], chunks=10, tokens=250)
 
     assert terms.weights == (pytest.approx(3 * idf(2, 10)), pytest.approx(idf(8, 10)))
 
 
 def test_repeats_do_not_change_which_terms_are_matched() -> None:
-    once = query_terms([term("refund", 2), term("policy", 8)], chunks=10, lexemes=250)
+    once = query_terms([term("refund", 2), term("policy", 8)], chunks=10, tokens=250)
     repeated = query_terms(
         [TermStats("refund", "'refund'", 2, repeats=1), TermStats("policy", "'policy'", 8, 5)],
         chunks=10,
-        lexemes=250,
+        tokens=250,
     )
 
     assert (repeated.match, repeated.hybrid_match) == (once.match, once.hybrid_match)

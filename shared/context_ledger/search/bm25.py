@@ -10,8 +10,10 @@ paragraph says what matters by repeating it; counting each term once cost about 
 verbose queries (bm25s on CACM: .447 against .494; docs/decisions.md) and nothing
 on short ones.
 
-``k1`` and ``b`` are the usual defaults; ``b`` applies to ``length(tsv)``, the number of distinct
-lexemes of a chunk, which is what PostgreSQL stores without reading the positions.
+``k1`` and ``b`` are the usual defaults; ``b`` applies to the chunk's length in tokens, as in
+Lucene and bm25s (``chunks.tsv_tokens``). Its number of distinct lexemes, which PostgreSQL's
+tsvector header gives for free, ranks a chunk that repeats its words as if it were short: .477
+against .489 nDCG@10 on CACM, exhaustive (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -73,11 +75,11 @@ def query_terms(
     terms: Sequence[TermStats],
     *,
     chunks: int,
-    lexemes: int,
+    tokens: int,
     matched_in: Sequence[TermStats] | None = None,
 ) -> QueryTerms:
-    """Weights of the query's terms found in the searched versions (``chunks`` chunks holding
-    ``lexemes`` distinct lexemes in all), and the operands the text search matches, alone and in
+    """Weights of the query's terms found in the searched versions (``chunks`` chunks of
+    ``tokens`` tokens in all), and the operands the text search matches, alone and in
     a hybrid search.
 
     ``matched_in``: the terms' document frequencies in the part of the searched versions one
@@ -96,5 +98,5 @@ def query_terms(
         hybrid_match=tuple(t.operand for t in matched(local, HYBRID_MATCH_POSTINGS))
         if local
         else (),
-        average_length=max(lexemes / chunks, 1.0),
+        average_length=max(tokens / chunks, 1.0),
     )

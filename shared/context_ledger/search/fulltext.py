@@ -6,8 +6,9 @@ refund; ``os.path.exists`` → os, path, exists), as code chunks get them at ing
 the query terms. A query without lexemes (empty, punctuation, stop words only) matches nothing.
 
 Rank. Okapi BM25 (search/bm25.py): per query term, ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b +
-b * dl / avgdl))``, summed. ``tf`` comes from the chunk's tsvector, ``dl`` is ``length(tsv)``
-(distinct lexemes, read from the tsvector's header), and the collection statistics (chunk count,
+b * dl / avgdl))``, summed. ``tf`` comes from the chunk's tsvector, ``dl`` is ``tsv_tokens``
+(its tokens: the lexemes' positions summed, a stored column; migration 0019), and the collection
+statistics (chunk count,
 mean length, each lexeme's document frequency) are those of the searched sources' current index
 versions, kept by the triggers of migration 0009 and summed here in one small statement. The
 weights are computed in Python and bound as arrays, so user text never meets SQL or tsquery
@@ -59,13 +60,13 @@ query_lexemes AS (
     FROM unnest(to_tsvector('english', %(query_words)s))
 )
 SELECT s.id AS source_id, l.lexeme, array_to_tsvector(ARRAY[l.lexeme])::text AS operand,
-       l.chunks::bigint AS chunks, 0::bigint AS lexemes, coalesce(q.repeats, 1) AS repeats
+       l.chunks::bigint AS chunks, 0::bigint AS tokens, coalesce(q.repeats, 1) AS repeats
 FROM searched s
 JOIN text_rank_lexemes l ON l.source_id = s.id AND l.index_version = s.index_version
 LEFT JOIN query_lexemes q ON q.lexeme = l.lexeme
 WHERE l.lexeme = ANY(tsvector_to_array(to_tsvector('english', %(query_text)s)))
 UNION ALL
-SELECT s.id, NULL, NULL, v.chunks, v.lexemes, 0
+SELECT s.id, NULL, NULL, v.chunks, v.tokens, 0
 FROM searched s
 JOIN text_rank_versions v ON v.source_id = s.id AND v.index_version = s.index_version
 """
@@ -87,9 +88,9 @@ _TERM_STATS = term_stats_statement(
 )
 
 
-def rank_of(tsv: sql.Composable) -> sql.Composed:
-    """The BM25 rank of the tsvector ``tsv`` (an expression: ``c.tsv``) for the bound terms;
-    NULL when it holds none of them.
+def rank_of(row: str) -> sql.Composed:
+    """The BM25 rank of the chunk ``row`` (an alias with its ``tsv`` and ``tsv_tokens``: ``c``)
+    for the bound terms; NULL when it holds none of them.
 
     The tsvector is first cut down to the query's lexemes by C functions (``setweight`` of the
     given lexemes to A, then ``ts_filter`` keeping A), so the per-chunk subquery reads the two or
@@ -101,17 +102,23 @@ def rank_of(tsv: sql.Composable) -> sql.Composed:
         """(
     SELECT sum((%(weights)s::float8[])[array_position(%(lexemes)s::text[], u.lexeme)]
                * u.tf * {k1_plus_1}
-               / (u.tf + {k1} * (1 - {b} + {b} * length({tsv}) / %(average_length)s)))
+               / (u.tf + {k1} * (1 - {b} + {b} * {tokens} / %(average_length)s)))
     FROM (
         SELECT lexeme, greatest(cardinality(positions), 1) AS tf
         FROM unnest(ts_filter(setweight(setweight({tsv}, 'D'), 'A', %(lexemes)s::text[]), '{{a}}'))
     ) AS u
 )"""
-    ).format(k1_plus_1=sql.Literal(K1 + 1), k1=sql.Literal(K1), b=sql.Literal(B), tsv=tsv)
+    ).format(
+        k1_plus_1=sql.Literal(K1 + 1),
+        k1=sql.Literal(K1),
+        b=sql.Literal(B),
+        tsv=sql.Identifier(row, "tsv"),
+        tokens=sql.Identifier(row, "tsv_tokens"),
+    )
 
 
 #: The BM25 rank of chunk ``c`` (:func:`rank_of`).
-RANK = rank_of(sql.SQL("c.tsv"))
+RANK = rank_of("c")
 
 # The ``limit`` best-ranked searchable chunks that hold a matched term, then whatever
 # ``similarity`` (an expression over chunk ``c``) says about each of them: the vector score of a
@@ -151,7 +158,7 @@ class TermCounts:
 
     operands: Mapping[str, str] = field(default_factory=dict)  # lexeme -> tsquery operand
     frequencies: Mapping[uuid.UUID, Mapping[str, int]] = field(default_factory=dict)
-    totals: Mapping[uuid.UUID, tuple[int, int]] = field(default_factory=dict)  # chunks, lexemes
+    totals: Mapping[uuid.UUID, tuple[int, int]] = field(default_factory=dict)  # chunks, tokens
     repeats: Mapping[str, int] = field(default_factory=dict)  # lexeme -> times in the query
 
     def terms(
@@ -164,11 +171,11 @@ class TermCounts:
         by their frequencies in ``matched_in`` (default: the same sources)."""
         over = list(self.totals) if sources is None else list(sources)
         chunks = sum(self.totals.get(s, (0, 0))[0] for s in over)
-        lexemes = sum(self.totals.get(s, (0, 0))[1] for s in over)
+        tokens = sum(self.totals.get(s, (0, 0))[1] for s in over)
         counted = query_terms(
             self._stats(over),
             chunks=chunks,
-            lexemes=lexemes,
+            tokens=tokens,
             matched_in=None if matched_in is None else self._stats(matched_in),
         )
         if not counted.lexemes:
@@ -218,7 +225,7 @@ def _read_counts(cursor: Cursor[dict[str, Any]]) -> TermCounts:
     repeats: dict[str, int] = {}
     for row in cursor.fetchall():
         if row["lexeme"] is None:
-            totals[row["source_id"]] = (row["chunks"], row["lexemes"])
+            totals[row["source_id"]] = (row["chunks"], row["tokens"])
         else:
             operands[row["lexeme"]] = row["operand"]
             frequencies.setdefault(row["source_id"], {})[row["lexeme"]] = row["chunks"]

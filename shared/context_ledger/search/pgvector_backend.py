@@ -53,7 +53,8 @@ _SETTINGS = sql.SQL(
 # of 7 (docs/decisions.md).
 _SEARCH = sql.SQL(
     """
-SELECT c.id AS chunk_id, c.source_id, c.index_version, {similarity} AS similarity, c.tsv
+SELECT c.id AS chunk_id, c.source_id, c.index_version, {similarity} AS similarity, c.tsv,
+       c.tsv_tokens
 FROM chunks c
 WHERE c.org_id = %(org_id)s AND {current_versions}
   AND {predicate}
@@ -72,7 +73,7 @@ _WITH_RANK = sql.SQL(
     "SELECT hit.chunk_id, hit.source_id, hit.index_version, {rank} AS rank, hit.similarity"
     " FROM ({hits}) AS hit"
 )
-_HIT_RANK = rank_of(sql.SQL("hit.tsv"))
+_HIT_RANK = rank_of("hit")
 
 
 def _current_versions(groups: Sequence[int]) -> sql.Composed:

@@ -312,6 +312,11 @@ def test_an_unknown_memory_project_is_a_tool_error_with_the_apis_code(connect, w
         ("add_memory", {"project": "has space", "content": "x"}, "project"),
         ("add_memory", {"project": "billing", "content": "x", "importance": 2}, "importance"),
         ("link_response", {"attribution_id": "a", "response_id": "r" * 257}, "response_id"),
+        ("retrieve_context", {"query": "x", "bogus": 1}, "bogus"),
+        ("add_memory", {"project": "billing", "content": "x", "confidence": 0.5}, "confidence"),
+        ("search_memories", {"project": "billing", "memory_id": "relevant"}, "memory_id"),
+        ("search_memories", {"project": "../etc"}, "project"),
+        ("search_memories", {"project": ""}, "project"),
     ],
 )
 def test_arguments_that_break_the_apis_rules_are_a_tool_error_naming_the_field(

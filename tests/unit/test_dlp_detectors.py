@@ -195,3 +195,38 @@ def test_a_login_written_as_user_and_password_is_redacted(text: str, password: s
 )
 def test_a_login_without_a_secret_looking_password_is_prose(text: str) -> None:
     assert REDACTOR.redact(text).counts == {}
+
+
+_RNG = random.Random(4242)
+
+
+def _drawn(alphabet: str, n: int) -> str:
+    return "".join(_RNG.choice(alphabet) for _ in range(n))
+
+
+_HEX = "0123456789abcdef"
+_UPPER_DIGITS = string.ascii_uppercase + string.digits
+_ALNUM = string.ascii_letters + string.digits
+
+
+@pytest.mark.parametrize(
+    ("kind", "token"),
+    [
+        (
+            "slack_token",
+            f"xapp-1-A{_drawn(_UPPER_DIGITS, 10)}-{_drawn(string.digits, 13)}-{_drawn(_HEX, 64)}",
+        ),
+        ("shopify_token", f"shpat_{_drawn(_HEX, 32)}"),
+        ("shopify_token", f"shpss_{_drawn(_HEX, 32)}"),
+        ("digitalocean_token", f"dop_v1_{_drawn(_HEX, 64)}"),
+        (
+            "discord_webhook",
+            f"https://discord.com/api/webhooks/{_drawn(string.digits, 19)}/{_drawn(_ALNUM, 68)}",
+        ),
+    ],
+)
+def test_more_provider_tokens_are_redacted_by_kind(kind: str, token: str) -> None:
+    redaction = REDACTOR.redact(f"deploy notes: {token} (rotate monthly)")
+
+    assert token not in redaction.text
+    assert dict(redaction.counts) == {kind: 1}

@@ -15,7 +15,7 @@ from context_ledger.http.memory import MAX_BATCH, CreateMemory
 from context_ledger.http.openapi import openapi_document
 from context_ledger.http.retrieve import RetrieveRequest
 from context_ledger.mcp.tools import build_server
-from context_ledger.memory.model import PROJECT_KEY
+from context_ledger.memory.model import MEMORY_ID, PROJECT_KEY
 
 RULES = ("type", "minLength", "maxLength", "minimum", "maximum", "pattern", "enum", "maxItems")
 
@@ -108,12 +108,13 @@ def test_every_argument_is_checked_above_or_is_a_path_segment() -> None:
     assert arguments == set(SENT_AS) | unchecked
 
 
-def test_a_project_written_to_has_the_apis_key_pattern() -> None:
-    # A write with another key is the API's 422; a read of one is its 404 (an unknown project).
-    project = tool_schemas()["add_memory"]["properties"]["project"]
-
-    assert project["pattern"] == PROJECT_KEY.pattern
-    assert "pattern" not in tool_schemas()["search_memories"]["properties"]["project"]
+def test_every_project_and_memory_id_has_the_apis_pattern() -> None:
+    # A key or id that cannot exist is refused before it becomes a URL path (``a/b``, ``..``):
+    # a write with another key is the API's 422, and the tool says so for a read too.
+    for tool in ("add_memory", "search_memories"):
+        assert tool_schemas()[tool]["properties"]["project"]["pattern"] == PROJECT_KEY.pattern
+    memory_id = tool_schemas()["search_memories"]["properties"]["memory_id"]["anyOf"][0]
+    assert memory_id["pattern"] == MEMORY_ID.pattern
 
 
 @pytest.mark.parametrize("argument", ["content", "type", "importance", "agent_key", "metadata"])

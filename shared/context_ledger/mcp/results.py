@@ -141,9 +141,16 @@ def retrieval(query: str, result: RetrieveResult) -> tuple[str, RetrieveOutput]:
     return "\n".join(lines), output
 
 
+def _one_line(text: str) -> str:
+    """``text`` with line breaks and other unprintable characters escaped (``\\n``): a path or
+    a heading is the source's data, and must not start a line that reads as another chunk's."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _heading(chunk: Chunk, number: dict[str, int]) -> str:
-    place = chunk.path + (f":{chunk.lines}" if chunk.lines else "")
-    name = f" ({chunk.symbol or chunk.title})" if chunk.symbol or chunk.title else ""
+    place = _one_line(chunk.path) + (f":{chunk.lines}" if chunk.lines else "")
+    label = chunk.symbol or chunk.title
+    name = f" ({_one_line(label)})" if label else ""
     if chunk.related_to is None:
         return f"{place}{name} | {chunk.level} | score {chunk.score:.3f} | {chunk.tokens} tokens"
     anchor = number.get(chunk.related_to, chunk.related_to)

@@ -28,6 +28,7 @@ from context_ledger.memory.model import (
     DEFAULT_IMPORTANCE,
     MAX_CONTENT_CHARS,
     MAX_METADATA_BYTES,
+    MEMORY_ID,
     PROJECT_KEY,
     MemoryType,
 )
@@ -104,7 +105,8 @@ Metadata = Annotated[
 
 
 class MoreMemory(BaseModel):
-    """A further memory of one ``add_memory`` call: the same fields and rules as the first."""
+    """A further memory of one ``add_memory`` call: the first's fields and rules (``dedupe``
+    is the call's, for every memory of it)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -127,6 +129,7 @@ class MoreMemory(BaseModel):
 
 ProjectKey = Annotated[
     str,
+    StringConstraints(pattern=PROJECT_KEY.pattern),
     Field(
         description="The memory project's key (1-128 letters, digits, '.', '_' or '-', starting "
         "with a letter or digit), e.g. the repository's name"
@@ -142,15 +145,27 @@ class LedgerServer(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context | None = None
     ) -> CallToolResult | InputRequiredResult:
+        tool = self._tool_manager.get_tool(name)
+        unknown = (
+            sorted(set(arguments) - set(tool.parameters.get("properties", {}))) if tool else []
+        )
+        if unknown:
+            # The API refuses fields it does not know (a typo must not pass for a default).
+            return _argument_error(
+                "; ".join(f"{u}: Extra inputs are not permitted" for u in unknown)
+            )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
                 raise
-            message = validation_message(cause.errors(include_input=False), skip="")
-            text = f"{ValidationFailedError.status} {ValidationFailedError.code}: {message}"
-            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+            return _argument_error(validation_message(cause.errors(include_input=False), skip=""))
+
+
+def _argument_error(message: str) -> CallToolResult:
+    text = f"{ValidationFailedError.status} {ValidationFailedError.code}: {message}"
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
 def build_server(clients: Clients) -> MCPServer:
@@ -257,6 +272,7 @@ def build_server(clients: Clients) -> MCPServer:
         ] = 5,
         memory_id: Annotated[
             str | None,
+            StringConstraints(pattern=MEMORY_ID.pattern),
             Field(
                 description="Read this one memory (an id an earlier answer gave) instead of "
                 "searching; query and limit are then ignored"
@@ -291,7 +307,7 @@ def build_server(clients: Clients) -> MCPServer:
     )
     async def add_memory(
         ctx: Context,
-        project: Annotated[ProjectKey, StringConstraints(pattern=PROJECT_KEY.pattern)],
+        project: ProjectKey,
         content: MemoryContent,
         type: MemoryTypeArgument = MemoryType.FACT.value,
         importance: Importance = DEFAULT_IMPORTANCE,

@@ -156,10 +156,25 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
     ),
     _token("gitlab_token", r"glpat-[A-Za-z0-9_-]{20,64}", "glpat-"),
     _token("slack_token", r"xox[abposr]-[A-Za-z0-9-]{10,255}", "xox[abposr]-"),
+    # Slack app-level tokens: xapp-<version>-<app id>-<number>-<hex>.
+    _token("slack_token", r"xapp-\d-[A-Z0-9]{8,}-\d{6,}-[A-Za-z0-9]{32,}", "xapp-"),
+    # Shopify access, custom-app, private-app and shared-secret tokens.
+    _token("shopify_token", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", "shp(?:at|ca|pa|ss)_"),
+    # DigitalOcean personal, OAuth and refresh tokens.
+    _token("digitalocean_token", r"do[por]_v1_[a-f0-9]{64}", "do[por]_v1_"),
     RegexDetector(
         "slack_webhook",
         re.compile(r"https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+"),
         r"hooks\.slack\.com/services/",
+    ),
+    # A Discord webhook URL is its own credential: whoever has it posts to the channel.
+    RegexDetector(
+        "discord_webhook",
+        re.compile(
+            r"https://(?:(?:canary|ptb)\.)?discord(?:app)?\.com/api/webhooks/\d{15,25}/"
+            r"[A-Za-z0-9_-]{60,80}"
+        ),
+        r"discord(?:app)?\.com/api/webhooks/",
     ),
     _token(
         "stripe_key", r"(?:(?:sk|rk|pk)_live|(?:sk|rk)_test)_[A-Za-z0-9]{16,255}", "_(?:live|test)_"

@@ -244,6 +244,19 @@ def test_only_the_named_source_is_re_embedded(admin, old_server, new) -> None:
     assert {r["embedding_model"] for r in stored(second)} == {"hashing-128"}
 
 
+def test_memory_sources_are_left_to_the_memory_api(admin, old_server, new) -> None:
+    source_id = indexed(admin, old_server)
+    with connection() as conn:
+        space = organisation_space(conn, org_id=admin.org_id)
+        conn.execute(
+            "INSERT INTO memory_projects (space_id, org_id, source_id) VALUES (%s, %s, %s)",
+            (space["id"], admin.org_id, source_id),
+        )
+
+    assert run(gate_for(new, "hashing-128", 128)) == []
+    assert {r["embedding_model"] for r in stored(source_id)} == {"hashing-64"}
+
+
 def test_a_model_of_the_same_dimension_is_a_change_too(admin, old_server) -> None:
     """hashing-64 to MiniLM would differ in size; hashing-64 to another 64-dimension model
     would not, and search compares by dimension only: the model's name decides."""

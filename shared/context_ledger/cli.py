@@ -38,6 +38,12 @@ def _uuid(value: str) -> uuid.UUID:
         raise argparse.ArgumentTypeError(f"not a UUID: {value}") from None
 
 
+def _positive(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"not a positive integer: {value}")
+    return int(value)
+
+
 def _cmd_migrate(_: argparse.Namespace) -> int:
     from context_ledger.local.environment import prepare_local
 
@@ -557,7 +563,7 @@ def _add_client_commands(commands: argparse._SubParsersAction) -> None:
     )
     source_reembed.add_argument("--source", type=_uuid, help="only this source")
     source_reembed.add_argument("--org", type=_uuid, help="only this organisation's sources")
-    source_reembed.add_argument("--batch-size", type=int, default=64, help="chunks per request")
+    source_reembed.add_argument("--batch-size", type=_positive, default=64, help="chunks a batch")
     source_reembed.add_argument("--dry-run", action="store_true", help="count, write nothing")
     source_reembed.set_defaults(run=_cmd_source_reembed)
 

@@ -9,10 +9,11 @@ the chunks of each source's **published** index version to the configured model:
 
 - a chunk is *stale* when it has no embedding, or one stored under another model name, or (with
   ``KEYSTONE_CONTEXT_EMBEDDINGS_DIMENSIONS`` set) of another dimension;
-- a source the DLP gate refuses now (``drop``, ``block_source``, a protected class and an
-  external endpoint, or no endpoint) stays un-embedded: its never-embedded chunks are left as they
-  are, and vectors of another model are cleared, as a rebuild would (``sources/indexer.py``: a
-  refused source becomes full-text only, whatever an earlier policy allowed);
+- a source the DLP gate refuses now (``drop``, ``block_source``, or a protected class and an
+  external endpoint) stays un-embedded: its never-embedded chunks are left as they are, and
+  vectors of another model are cleared, as a rebuild would (``sources/indexer.py``: a refused
+  source becomes full-text only, whatever an earlier policy allowed). Without an endpoint nothing
+  is done at all;
 - every other stale chunk goes through the gate like an ingest's (redacted first, then sent), in
   batches of ``batch_size`` chunks, each batch written and committed on its own: a run that stops
   (Ctrl-C, an endpoint outage) keeps what it wrote, and the next run picks up the chunks still
@@ -153,7 +154,10 @@ def stale_sources(
 
 def work_of(source: StaleSource, gate: EmbeddingGate) -> int:
     """The chunks a run writes for ``source``: all stale ones, or the vectors it clears."""
-    return source.other_model if gate.refusal(source.classification) else source.stale
+    refusal = gate.refusal(source.classification)
+    if refusal is Refusal.NO_ENDPOINT:
+        return 0
+    return source.other_model if refusal else source.stale
 
 
 def reembed_source(
@@ -176,12 +180,14 @@ def reembed_source(
     model, dims = gate.model, gate.client.dimensions if gate.client else None
     params = {"source_id": source.id, "version": source.version, "model": model, "dims": dims}
     refusal = gate.refusal(source.classification)
-    if refusal is not None or model is None:
+    if model is None:  # no endpoint: nothing to compare with, nothing is cleared either
+        return Reembedded(source, refusal=Refusal.NO_ENDPOINT)
+    if refusal is not None:
         with conn.transaction():
             cleared = conn.execute(_CLEAR_OTHER_MODEL, params).rowcount
             conn.execute(_ADD_EMBEDDED, {**params, "added": -cleared})
         progress(cleared)
-        return Reembedded(source, cleared=cleared, refusal=refusal or Refusal.NO_ENDPOINT)
+        return Reembedded(source, cleared=cleared, refusal=refusal)
     embedded = reused = 0
     after: uuid.UUID | None = None
     while True:
@@ -191,8 +197,6 @@ def reembed_source(
         if not batch:
             break
         vectors, copied = _vectors(conn, source, gate, batch, params)
-        if vectors is None:  # the gate refuses now: the policy changed since the listing
-            return Reembedded(source, embedded, reused, refusal=gate.refusal(source.classification))
         rows = [(row["id"], vector) for row, vector in zip(batch, vectors, strict=True)]
         with conn.transaction():
             store_embeddings(conn, rows, model)
@@ -211,9 +215,10 @@ def _vectors(
     gate: EmbeddingGate,
     batch: Sequence[dict],
     params: dict,
-) -> tuple[list[list[float]] | None, int]:
+) -> tuple[list[list[float]], int]:
     """One vector per chunk of ``batch``: copied by content hash where the source has one of
-    this model, else embedded through the gate (each distinct content once)."""
+    this model, else embedded through the gate (each distinct content once). The caller has
+    checked that the gate lets this source through."""
     hashes = list({bytes(row["content_sha256"]) for row in batch})
     known = {
         bytes(row["content_sha256"]): row["embedding"]
@@ -227,8 +232,7 @@ def _vectors(
     fresh = gate.embed_source_texts(
         classification=source.classification, texts=list(missing.values())
     )
-    if fresh is None:
-        return None, 0
+    assert fresh is not None, "the gate refuses this source"
     known.update(zip(missing, fresh, strict=True))
     copied = len(batch) - len(missing)
     return [known[bytes(row["content_sha256"])] for row in batch], copied

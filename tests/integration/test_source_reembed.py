@@ -16,6 +16,7 @@ import pytest
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
 from context_ledger.cli import main
 from context_ledger.db import autocommit, connection
+from context_ledger.dlp.classification import Classification
 from context_ledger.dlp.gate import EmbeddingGate, Refusal
 from context_ledger.dlp.policy import DEFAULT_ACTIONS, DlpAction, DlpPolicy
 from context_ledger.embeddings.client import EmbeddingsClient, EmbeddingsUnavailableError
@@ -23,7 +24,7 @@ from context_ledger.embeddings.hashing import HashingEmbeddingProvider
 from context_ledger.local.embeddings_server import StandInEmbeddingsServer, serve_embeddings
 from context_ledger.settings import get_settings
 from context_ledger.sources import reembed, service
-from context_ledger.sources.model import Classification, Document, SourceKind
+from context_ledger.sources.model import Document, SourceKind
 from context_ledger.spaces.service import Organisation, create_organisation
 from context_ledger.spaces.store import organisation_space
 

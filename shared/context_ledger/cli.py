@@ -38,6 +38,12 @@ def _uuid(value: str) -> uuid.UUID:
         raise argparse.ArgumentTypeError(f"not a UUID: {value}") from None
 
 
+def _positive(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"not a positive integer: {value}")
+    return int(value)
+
+
 def _cmd_migrate(_: argparse.Namespace) -> int:
     from context_ledger.local.environment import prepare_local
 
@@ -267,6 +273,102 @@ def _show_progress(bar: Any, progress: UploadProgress) -> None:
         bar.refresh()
 
 
+def _cmd_source_reembed(args: argparse.Namespace) -> int:
+    """Re-embed the published chunks not embedded with the configured model (sources/reembed.py),
+    on the database this home's commands use, with a progress bar of chunks and an ETA."""
+    from tqdm import tqdm
+
+    from context_ledger.db import autocommit, connection
+    from context_ledger.dlp.gate import open_gate
+    from context_ledger.embeddings.client import client_from_settings
+    from context_ledger.errors import ServiceUnavailableError
+    from context_ledger.local.environment import prepare_local
+    from context_ledger.sources import reembed
+
+    env = prepare_local()
+    env.apply()
+    _dev_stack_embeddings(env)
+    settings = get_settings()
+    client = client_from_settings(settings)
+    if client is None:
+        print(
+            "context-ledger: no embeddings endpoint: set KEYSTONE_CONTEXT_EMBEDDINGS_URL and "
+            "_MODEL (and _DIMENSIONS, _API_KEY), or start `make dev` on this home",
+            file=sys.stderr,
+        )
+        return 2
+    results: list[reembed.Reembedded] = []
+    with connection() as conn, autocommit(conn):
+        sources = reembed.stale_sources(
+            conn,
+            model=client.model,
+            dimensions=client.dimensions,
+            org_id=args.org,
+            source_id=args.source,
+        )
+        gates = {
+            org: open_gate(conn, org_id=org, client=client, settings=settings)
+            for org in {source.org_id for source in sources}
+        }
+        work = [reembed.work_of(source, gates[source.org_id]) for source in sources]
+        print(
+            f"{client.model}: {sum(work):,} chunks to write in {len(sources)} sources",
+            file=sys.stderr,
+        )
+        if args.dry_run:
+            for source, chunks in zip(sources, work, strict=True):
+                print(f"{source.id} {source.name}: {source.stale:,} stale, {chunks:,} to write")
+            return 0
+        bar = tqdm(total=sum(work), unit="chunk", desc="re-embedding", file=sys.stderr)
+        try:
+            for number, source in enumerate(sources, 1):
+                bar.set_postfix_str(f"source {number}/{len(sources)}", refresh=False)
+                results.append(
+                    reembed.reembed_source(
+                        conn,
+                        source,
+                        gate=gates[source.org_id],
+                        batch_size=args.batch_size,
+                        progress=bar.update,
+                    )
+                )
+        except (ServiceUnavailableError, KeyboardInterrupt) as exc:
+            bar.close()
+            reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
+            print(
+                f"context-ledger: stopped ({reason}) after {bar.n:,} chunks, which stay "
+                "written; run the command again to go on",
+                file=sys.stderr,
+            )
+            return 130 if isinstance(exc, KeyboardInterrupt) else 1
+        bar.close()
+    for done in results:
+        held = f", full-text only ({done.refusal})" if done.refusal else ""
+        print(
+            f"{done.source.id} {done.source.name}: {done.embedded:,} embedded "
+            f"({done.reused:,} copied), {done.cleared:,} cleared{held}"
+        )
+    print(f"{len(results)} sources brought to {client.model}")
+    return 0
+
+
+def _dev_stack_embeddings(env: LocalEnvironment) -> None:
+    """No endpoint configured and a `make dev` of this home running: its own embeddings
+    function, as `dev` points the stack at it (local/own_embeddings.py)."""
+    import os
+    from urllib.parse import urlsplit
+
+    from context_ledger.local import own_embeddings
+    from context_ledger.local.dev_url import read_dev_url
+
+    dev_url = read_dev_url(env.home)
+    if get_settings().embeddings_url or not dev_url or urlsplit(dev_url).port is None:
+        return
+    key = own_embeddings.service_key(env.database_url, env.home)
+    os.environ.update(own_embeddings.variables(port=urlsplit(dev_url).port, key=key))
+    get_settings.cache_clear()
+
+
 def _cmd_embeddings_server(args: argparse.Namespace) -> int:
     from context_ledger.local.embeddings_server import main as serve_embeddings
 
@@ -454,6 +556,16 @@ def _add_client_commands(commands: argparse._SubParsersAction) -> None:
     source_create.add_argument("--classification", help="public, internal (default), ...")
     _client_options(source_create)
     source_create.set_defaults(run=_client_command(_cmd_source_create))
+    source_reembed = source.add_parser(
+        "reembed",
+        help="embed the chunks not embedded with the configured model (after a model change), "
+        "on the local database or DATABASE_URL",
+    )
+    source_reembed.add_argument("--source", type=_uuid, help="only this source")
+    source_reembed.add_argument("--org", type=_uuid, help="only this organisation's sources")
+    source_reembed.add_argument("--batch-size", type=_positive, default=64, help="chunks a batch")
+    source_reembed.add_argument("--dry-run", action="store_true", help="count, write nothing")
+    source_reembed.set_defaults(run=_cmd_source_reembed)
 
     mcp = commands.add_parser(
         "mcp", help="serve the MCP tools on stdio, for an agent (Claude Code, Cursor, ...)"

@@ -189,3 +189,24 @@ def test_an_endpoint_configured_in_the_shell_wins(
     sent = [text for r in stand_in.requests for text in r.body["input"]]
     assert any("authorise_refund" in text for text in sent)
     assert services_organisations(shell) == 0
+
+
+def test_source_reembed_embeds_a_full_text_source_with_the_running_stacks_own_function(
+    shell, folder, tmp_path, running
+) -> None:
+    """Ingested with `--embeddings none`, then `context-ledger source reembed` in another
+    terminal of the same home: no endpoint in the shell, so the running stack's MiniLM."""
+    dev = start(running, shell, tmp_path / "dev.log", "--embeddings", "none")
+    indexed = Indexed(dev, shell, folder)
+    assert ", 0 embedded," in indexed.ingested
+
+    ran = cli(shell, "source", "reembed")
+
+    assert "all-MiniLM-L6-v2: 2 chunks to write in 1 sources" in ran.stderr
+    assert re.search(r" code: 2 embedded \(0 copied\), 0 cleared$", ran.stdout, re.M), ran.stdout
+    with psycopg.connect(shell["DATABASE_URL"]) as conn:
+        rows = conn.execute(
+            "SELECT embedding_model, embedding_dims, count(*) FROM chunks GROUP BY 1, 2"
+        ).fetchall()
+    assert rows == [("all-MiniLM-L6-v2", 384, 2)]
+    assert "0 chunks to write" in cli(shell, "source", "reembed").stderr

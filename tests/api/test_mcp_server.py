@@ -473,6 +473,32 @@ def test_over_http_the_stream_and_session_methods_are_405(runtime, world, method
     assert answer.json()["error"]["message"].startswith("Method Not Allowed")
 
 
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b'{"jsonrpc": "1", "k": "AKIAQ3EGRTW5NB7XKP2M"}', -32602),
+        (b'[{"jsonrpc": "2.0", "k": "AKIAQ3EGRTW5NB7XKP2M"}]', -32602),
+        (b"{not json AKIAQ3EGRTW5NB7XKP2M", -32700),
+    ],
+    ids=["not json-rpc", "a batch", "not json"],
+)
+def test_over_http_a_message_that_is_not_json_rpc_is_400_without_echo_or_urls(
+    runtime, world, body: bytes, code: int
+) -> None:
+    headers = {
+        **bearer(world["alice"]),
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+
+    answer = httpx.post(f"{runtime.url}/mcp", headers=headers, content=body, timeout=30)
+
+    assert answer.status_code == 400
+    assert answer.json()["error"]["code"] == code, "the SDK's code is kept"
+    assert "AKIAQ3EGRTW5NB7XKP2M" not in answer.text
+    assert "pydantic" not in answer.text
+
+
 def test_an_unreachable_api_is_a_tool_error_and_the_server_keeps_serving(
     connect, transport, world, monkeypatch, tmp_path
 ) -> None:

@@ -14,15 +14,16 @@ the API Gateway domain in AWS, the local runtime's own address under ``make dev`
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import INVALID_REQUEST, ErrorData, JSONRPCError
+from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from context_ledger.auth.authorizer import bearer_token
 from context_ledger.errors import UnauthorizedError
@@ -63,9 +64,49 @@ def create_mcp_app() -> ASGIApp:
             transport_security=_TRANSPORT_SECURITY,
         )
         async with streamable.router.lifespan_context(streamable):
-            await streamable(scope, receive, send)
+            await streamable(scope, receive, _without_validation_details(send))
 
     return app
+
+
+def _without_validation_details(send: Send) -> Send:
+    """``send`` with the transport's ``400`` bodies replaced by a fixed JSON-RPC error of the
+    same code. The SDK answers a message that is not JSON-RPC with pydantic's report of it: the
+    rejected input (a key pasted by mistake included) and documentation URLs, which no client
+    of this API is ever sent (tool argument errors are worded by ``tools.LedgerServer``)."""
+    held: dict[str, Any] = {}
+
+    async def sanitising(message: Message) -> None:
+        if message["type"] == "http.response.start" and message["status"] == 400:
+            held["start"] = message
+            return
+        if "start" not in held:
+            await send(message)
+            return
+        held["body"] = held.get("body", b"") + message.get("body", b"")
+        if message.get("more_body"):
+            return
+        body = _fixed_error(held["body"])
+        headers = [(k, v) for k, v in held["start"]["headers"] if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({**held["start"], "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return sanitising
+
+
+def _fixed_error(original: bytes) -> bytes:
+    try:
+        code = int(json.loads(original)["error"]["code"])
+    except (ValueError, KeyError, TypeError):
+        code = INVALID_REQUEST
+    message = (
+        "Parse error: not JSON"
+        if code == PARSE_ERROR
+        else "Invalid request: not a JSON-RPC 2.0 message this server takes"
+    )
+    error = JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))
+    return error.model_dump_json(by_alias=True, exclude_unset=True).encode()
 
 
 def _caller_client(ctx: Context) -> AsyncContextLedger:

@@ -107,6 +107,6 @@ cat <<CURL
 ALICE_TOKEN='$ALICE_TOKEN'
 curl -s -X POST $API/api/v1/context/retrieve -H "Authorization: Bearer \$ALICE_TOKEN" \\
   -H 'Content-Type: application/json' \\
-  -d '{"query":"how are API keys verified","spaceId":"$PROJECT_ID","tokenBudget":2000}' | jq
+  -d '{"query":"how are API keys verified","spaceId":"$PROJECT_ID","tokenBudget":2000}' | python3 -m json.tool
 CURL
 wait "$server"

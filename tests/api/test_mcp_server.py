@@ -553,9 +553,7 @@ def documented_agent_configurations() -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.parametrize(
-    "entry", documented_agent_configurations(), ids=["mcpServers", "servers"]
-)
+@pytest.mark.parametrize("entry", documented_agent_configurations(), ids=["mcpServers", "servers"])
 def test_the_documented_agent_configurations_start_a_server_that_answers(
     runtime, world, tmp_path, entry: dict[str, Any]
 ) -> None:

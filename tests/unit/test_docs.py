@@ -176,6 +176,31 @@ def test_the_configuration_table_explains_no_variable_nothing_reads() -> None:
         assert name in read or re.search(rf"\b{name}\b", source), f"nothing reads {name}"
 
 
+# --- api.md: every route of the template ------------------------------------------------------
+
+
+def _template_routes() -> list[tuple[str, str]]:
+    routes = set()
+    for resource in load_yaml(ROOT / "template.yaml")["Resources"].values():
+        if resource["Type"] != "AWS::Serverless::Function":
+            continue
+        for event in (resource["Properties"].get("Events") or {}).values():
+            if event["Type"] == "HttpApi":
+                routes.add((event["Properties"]["Method"].upper(), event["Properties"]["Path"]))
+    return sorted(routes)
+
+
+def _parameters_unnamed(path: str) -> str:
+    return re.sub(r"\{[^}]*\}", "{}", path)  # the docs may name a parameter otherwise
+
+
+@pytest.mark.parametrize(("method", "path"), _template_routes())
+def test_every_route_is_a_row_of_the_api_reference(method: str, path: str) -> None:
+    rows = re.findall(r"^\| `([A-Z]+)` \| `([^`?\[]+)", (DOCS / "api.md").read_text(), re.M)
+    documented = {(m, _parameters_unnamed(p)) for m, p in rows}
+    assert (method, _parameters_unnamed(path)) in documented, f"docs/api.md lacks {method} {path}"
+
+
 # --- cli.md and architecture.md ----------------------------------------------------------------
 
 

@@ -19,6 +19,7 @@ LOG="$CONTEXT_LEDGER_HOME/dev.log"
 # then), and the walk-through waits for the line it prints once it listens, never for whatever
 # answers on the port. Whatever ends this script (the end, an error, Ctrl-C, a kill) stops it and
 # waits for it, so its database stops too.
+: >"$LOG"  # before the server starts: its background redirection may open the file after grep reads
 "$CL" dev --port "$PORT" --embeddings "${EMBEDDINGS:-minilm}" >"$LOG" 2>&1 &
 server=$!
 stop_server() { kill "$server" 2>/dev/null && wait "$server" 2>/dev/null || true; }

@@ -34,7 +34,7 @@ install: $(BIN)/context-ledger
 dev: install  ## serve template.yaml on http://127.0.0.1:3000 (PORT=N to change; EMBEDDINGS=none: full-text only)
 	@$(BIN)/context-ledger dev --port $${PORT:-3000} --embeddings $${EMBEDDINGS:-minilm}
 
-demo: install  ## start the service, walk through the README's curl steps, stop
+demo: install  ## start the local stack, index part of this repository, run three retrievals, keep serving (DEMO_EXIT=1 stops)
 	@bash scripts/demo.sh
 
 lint: install

@@ -19,6 +19,7 @@ LOG="$CONTEXT_LEDGER_HOME/dev.log"
 # then), and the walk-through waits for the line it prints once it listens, never for whatever
 # answers on the port. Whatever ends this script (the end, an error, Ctrl-C, a kill) stops it and
 # waits for it, so its database stops too.
+: >"$LOG"  # before the server starts: its background redirection may open the file after grep reads
 "$CL" dev --port "$PORT" --embeddings "${EMBEDDINGS:-minilm}" >"$LOG" 2>&1 &
 server=$!
 stop_server() { kill "$server" 2>/dev/null && wait "$server" 2>/dev/null || true; }
@@ -107,6 +108,6 @@ cat <<CURL
 ALICE_TOKEN='$ALICE_TOKEN'
 curl -s -X POST $API/api/v1/context/retrieve -H "Authorization: Bearer \$ALICE_TOKEN" \\
   -H 'Content-Type: application/json' \\
-  -d '{"query":"how are API keys verified","spaceId":"$PROJECT_ID","tokenBudget":2000}' | jq
+  -d '{"query":"how are API keys verified","spaceId":"$PROJECT_ID","tokenBudget":2000}' | python3 -m json.tool
 CURL
 wait "$server"

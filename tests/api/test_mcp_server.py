@@ -571,10 +571,11 @@ def test_the_sample_event_lists_the_tools_through_the_function(runtime) -> None:
     assert {tool["name"] for tool in listed} == TOOLS
 
 
-def readme_agent_configurations() -> list[dict[str, Any]]:
-    """The stdio server entries of the README's "Use it from an agent" JSON blocks."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## Use it from an agent", 1)[1].split("\n## ", 1)[0]
+def documented_agent_configurations() -> list[dict[str, Any]]:
+    """The stdio server entries of the JSON blocks in docs/mcp.md, "Connecting an agent" (the
+    README's "Use it from an agent" links there)."""
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
+    section = guide.split("\n## Connecting an agent\n", 1)[1].split("\n## ", 1)[0]
     blocks = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", section, re.S)]
     return [
         entry
@@ -583,8 +584,8 @@ def readme_agent_configurations() -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.parametrize("entry", readme_agent_configurations(), ids=["mcpServers", "servers"])
-def test_the_readmes_agent_configurations_start_a_server_that_answers(
+@pytest.mark.parametrize("entry", documented_agent_configurations(), ids=["mcpServers", "servers"])
+def test_the_documented_agent_configurations_start_a_server_that_answers(
     runtime, world, tmp_path, entry: dict[str, Any]
 ) -> None:
     home = tmp_path / "home"

@@ -1,6 +1,6 @@
 """Hostile input through the local runtime: each a clear 4xx in the documented error body, never
 a 500 or a crash. Oversized bodies (each function's limit, and API Gateway's 10 MB), huge
-``limit``/``tokenBudget``/``maxPerLevel`` values (lowered, as the README says), deeply nested
+``limit``/``tokenBudget``/``maxPerLevel`` values (lowered, as docs/api.md says), deeply nested
 JSON, invalid UTF-8 in bodies, query strings and paths, and headers over their limits.
 
 Requests httpx would encode or refuse to build (raw bytes in the request target, a header line
@@ -258,7 +258,7 @@ def test_a_long_api_key_is_401(api: httpx.Client) -> None:
 
 
 def test_a_long_client_header_is_dropped_as_malformed(api: httpx.Client, world: World) -> None:
-    """The README: a malformed X-Keystone-Client is dropped, not refused. (API Gateway itself
+    """docs/api.md: a malformed X-Keystone-Client is dropped, not refused. (API Gateway itself
     refuses request lines and headers over 10 KB together; the local runtime does not.)"""
     headers = {**_admin(world), "x-keystone-client": "c" * 60_000}
 
@@ -283,7 +283,7 @@ def test_long_or_deep_metadata_is_refused(metadata: str, api: httpx.Client, worl
 
 def test_a_header_line_over_the_servers_limit_is_431(runtime: LocalRuntime, world: World) -> None:
     """The runtime's HTTP server refuses a header line over 64 KiB itself (API Gateway's own
-    limit, 10 KB for the request line and headers together, is lower; see the README)."""
+    limit, 10 KB for the request line and headers together, is lower; see docs/development.md)."""
     headers = {**_admin(world), "x-keystone-client": "c" * 70_000}
 
     status, _ = _raw_get(runtime, b"/api/v1/context/spaces", headers)

@@ -6,9 +6,9 @@ key, so the signature passes and only the JSON is hostile: a field we read set t
 a hostile value (NUL, a newline, a lone surrogate, NaN, a huge number, nesting), or removed.
 Raw mutations flip, insert and cut bytes of a valid token's text.
 
-The oracle is the README's claim rules restated here ("Tokens"), independently of the
-verifier: a token the authorizer lets through must satisfy all of them, and its principal must
-be exactly what its claims say.
+The oracle is docs/api.md's claim rules ("Identity and permissions") restated here,
+independently of the verifier: a token the authorizer lets through must satisfy all of them, and
+its principal must be exactly what its claims say.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """RS256 JWT verification against a JWKS (an identity provider's URL, or a local file).
 
-Claims we read (see README, "Tokens"):
+Claims we read (see docs/api.md, "Identity and permissions"):
 ``sub`` user id · ``org_id`` organisation UUID · ``client_id`` (or ``azp``) OAuth client ·
 ``scope`` space-separated scopes (or ``scp``, a list or a string) · ``groups`` list of group
 names · ``principal_type`` ``person`` (default) or ``service``.

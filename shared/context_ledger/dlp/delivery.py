@@ -1,4 +1,5 @@
-"""How a retrieval delivers a source's chunks, by the organisation's DLP action (README, "DLP").
+"""How a retrieval delivers a source's chunks, by the organisation's DLP action (docs/api.md,
+"DLP").
 
 Whoever may search a space receives its sources' chunks (spec: ``drop`` and ``block_source``
 sources "are searchable through full-text only"):

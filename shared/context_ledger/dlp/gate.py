@@ -5,7 +5,7 @@ Every caller that wants source text or a query embedded opens a gate for its org
 :meth:`EmbeddingGate.embed_query_text`; nothing else in the code base calls
 ``EmbeddingsClient.embed`` (``tests/unit/test_dlp_gate_only_path.py`` checks the source tree).
 
-The rules (spec, "Embeddings"; README, "DLP"), in the order they are applied:
+The rules (spec, "Embeddings"; docs/api.md, "DLP"), in the order they are applied:
 
 1. no endpoint configured: nothing is sent (full-text only);
 2. a source whose action is ``drop`` or ``block_source`` is never sent to any endpoint;

@@ -1,7 +1,7 @@
 """Each organisation's DLP policy: an action per source classification, custom patterns, and
 the classifications it withholds from everyone.
 
-The action decides two things (README, "DLP"):
+The action decides two things (docs/api.md, "DLP"):
 
 - what may reach an embeddings endpoint (``dlp.gate``): ``allow`` and ``redact`` sources are
   embedded from redacted text; ``drop`` and ``block_source`` sources never are, and are searched

@@ -13,7 +13,7 @@ from context_ledger.auth.principal import Principal
 from context_ledger.errors import ForbiddenError, UnauthorizedError
 
 #: Names under which a request could claim an organisation or a user. Identity comes from the
-#: token; a request naming anyone else is refused with 403 (README: "Identity").
+#: token; a request naming anyone else is refused with 403 (docs/api.md: "Identity").
 ORG_KEYS = frozenset({"orgId", "organisationId", "organizationId", "org_id"})
 USER_KEYS = frozenset({"userId", "user_id"})
 

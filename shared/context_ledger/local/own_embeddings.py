@@ -2,7 +2,7 @@
 
 A deployment serves all-MiniLM-L6-v2 at ``POST /api/v1/embeddings`` (``EmbeddingsFunction``) and,
 to search with it, needs a service API key and four parameters pointing the functions at that
-route (README, "Embeddings inside the deployment"). The local runtime serves the same function,
+route (docs/api.md, "Embeddings inside the deployment"). The local runtime serves the same function,
 so ``dev`` does those steps itself unless told not to (``--embeddings none``, ``make dev
 EMBEDDINGS=none``) or an endpoint is configured already (``KEYSTONE_CONTEXT_EMBEDDINGS_URL`` in
 the shell wins):

@@ -1,6 +1,6 @@
 """Space permissions: grants inherited down the tree, org administrators, personal spaces.
 
-Rules (README, "Permissions"):
+Rules (docs/api.md, "Identity and permissions"):
 - a grant to ``user:<id>`` or ``group:<name>`` on a space applies to it and its descendants;
 - ``context:space:admin`` implies ``context:space:search`` on the same spaces;
 - the ``context:admin`` scope is both permissions on every space of the organisation except

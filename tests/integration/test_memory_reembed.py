@@ -149,7 +149,9 @@ def test_relevant_warns_how_many_memories_are_not_yet_reembedded(admin, endpoint
 
 
 def test_a_run_stopped_midway_resumes_where_it_stopped(admin, endpoint) -> None:
-    write(admin, CONTENTS + ["Deploys happen on Tuesdays.", "Staging mirrors production."], hashing())
+    write(
+        admin, [*CONTENTS, "Deploys happen on Tuesdays.", "Staging mirrors production."], hashing()
+    )
     d = through(endpoint, KEYSTONE_CONTEXT_EMBEDDINGS_BATCH_SIZE="2")
 
     # a clock that passes the deadline while the first batch is being embedded

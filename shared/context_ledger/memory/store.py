@@ -270,7 +270,7 @@ UPDATE sources SET updated_at = clock_timestamp() WHERE id IN (SELECT source_id 
 # --- re-embedding (memory/reembed.py) ------------------------------------------------------------
 # A served entry is stale when its vector is not of the given provider: another model or dimension,
 # or none at all. Written as ranges on either side of the provider (and NULL), which are index
-# range scans of memory_entries_provider (migration 0019); ``IS DISTINCT FROM`` is not.
+# range scans of memory_entries_provider (migration 0020); ``IS DISTINCT FROM`` is not.
 _STALE = """
 (e.embedding_provider IS NULL OR e.embedding_provider < %(provider)s
  OR e.embedding_provider > %(provider)s)

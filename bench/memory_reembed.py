@@ -21,8 +21,8 @@ template gives the function; ``make dev`` serves the same model behind the local
 authorizer, a few ms per request more. Data: SciFact sentences, one to three per memory
 (bench/relevant.py's ``memory_texts``).
 
-    .venv/bin/python bench/memory_reembed.py                     # 1,000 memories, 2 repeats
-    .venv/bin/python bench/memory_reembed.py --memories 300 --repeat 1
+    .venv/bin/python bench/memory_reembed.py                     # 1,000 memories, once
+    .venv/bin/python bench/memory_reembed.py --memories 300 --repeat 3
 
 Uses DATABASE_URL when set (on a scratch database it creates and drops), else embedded PostgreSQL.
 """
@@ -62,9 +62,12 @@ class Row:
         return self.memories / median if median else 0.0
 
     def line(self, baseline: Row | None = None) -> str:
+        if baseline is None:  # nothing stale: what the run costs, not a rate
+            runs = ", ".join(f"{s * 1000:.0f}" for s in self.seconds)
+            return f"{self.name:<26} {self.memories:>7,} {'-':>12} {'':>8}   [{runs}] ms"
         runs = ", ".join(f"{s:.1f}" for s in self.seconds)
-        share = f"  {self.rate / baseline.rate:6.0%}" if baseline and baseline.rate else ""
-        return f"{self.name:<26} {self.memories:>7,} {self.rate:>12.1f}{share:>8}   [{runs}] s"
+        share = f"{self.rate / baseline.rate:.0%}" if baseline.rate else ""
+        return f"{self.name:<26} {self.memories:>7,} {self.rate:>12.1f} {share:>8}   [{runs}] s"
 
 
 HEADER = f"{'row':<26} {'memories':>7} {'memories/s':>12} {'of bare':>8}   runs"
@@ -179,7 +182,7 @@ def run(args: argparse.Namespace) -> list[Row]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--memories", type=int, default=1_000)
-    parser.add_argument("--repeat", type=int, default=2, help="interleaved runs of each row")
+    parser.add_argument("--repeat", type=int, default=1, help="interleaved runs of each row")
     parser.add_argument("--corpus", type=Path, default=DATA / "corpus.jsonl")
     parser.add_argument("--json", type=Path, help="also write the rows here (bench/suite.py)")
     args = parser.parse_args(argv)

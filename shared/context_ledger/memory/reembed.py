@@ -46,7 +46,6 @@ from context_ledger.memory import store
 from context_ledger.memory.chunks import chunk_path
 from context_ledger.memory.embedding import MEMORY_CLASSIFICATION, MemoryEmbedder, embed_contents
 from context_ledger.memory.projects import find_project
-from context_ledger.memory.scoring import unit
 from context_ledger.settings import Settings
 from context_ledger.spaces.permissions import Permission
 
@@ -64,11 +63,6 @@ class Progress:
     remaining: int
     withheld: int
     seconds: float
-
-    @property
-    def rate(self) -> float:
-        """Memories per second so far (0 before the first batch)."""
-        return self.reembedded / self.seconds if self.seconds > 0 and self.reembedded else 0.0
 
 
 def configured_provider(
@@ -142,7 +136,7 @@ def _reembed_batch(
         conn,
         source_id=project.source_id,
         provider=provider,
-        vectors={memory_id: unit(vector) for memory_id, vector in stored.items()},
+        vectors=stored,  # unit vectors already (embed_contents)
         chunk_paths={memory_id: chunk_path(memory_id) for memory_id in stored},
         chunk_model=client.model if client is not None else None,
     )

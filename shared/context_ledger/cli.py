@@ -1,6 +1,6 @@
 """The ``context-ledger`` command: local runtime, tokens, organisations, API keys, migrations,
 evidence chain verification, and the service's client commands (search, space, source, ingest,
-and the MCP server on stdio).
+memories reembed, and the MCP server on stdio).
 
 Every command works against ``CONTEXT_LEDGER_HOME`` (default ``.context-ledger/``), including
 while ``context-ledger dev`` runs on the same home; the client commands find that server's URL
@@ -369,6 +369,88 @@ def _dev_stack_embeddings(env: LocalEnvironment) -> None:
     get_settings.cache_clear()
 
 
+#: Re-embedding's progress: memories done (by this command and the background job alike) of the
+#: backlog when it started, the ETA at that rate, then the rate.
+_REEMBED_BAR = (
+    "{desc}: {percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt} memories "
+    "[{elapsed}<{remaining}, {rate_fmt}{postfix}]"
+)
+#: Calls in a row that re-embed nothing while memories remain (another worker holds them) before
+#: the command leaves them to it.
+_REEMBED_IDLE_CALLS = 10
+
+
+def _cmd_memories_reembed(args: argparse.Namespace) -> int:
+    """Re-embed the memories whose vector is of another model, through the service (its
+    configured model, its DLP gate), a bounded share per call until none remains."""
+    import time
+
+    import httpx
+    from tqdm import tqdm
+
+    token = args.token or get_settings().cli_token
+    if not token:
+        print("context-ledger: give --token or set CONTEXT_LEDGER_TOKEN", file=sys.stderr)
+        return 2
+    body: dict[str, Any] = {"limit": args.batch}
+    if args.project:
+        body["projectId"] = args.project
+    started = time.monotonic()
+    done = idle = 0
+    answer: dict[str, Any] = {}
+    with (
+        httpx.Client(
+            base_url=_service_url(args)[0],
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=60,
+        ) as http,
+        tqdm(unit="memories", desc="re-embedding", file=sys.stderr, bar_format=_REEMBED_BAR) as bar,
+    ):
+        while True:
+            try:
+                response = http.post("/api/v1/context/memories/reembed", json=body)
+            except httpx.TransportError as exc:
+                return _unreachable(args, type(exc).__name__)
+            if response.status_code != 200:
+                print(f"context-ledger: {_error_message(response)}", file=sys.stderr)
+                return 1
+            answer = response.json()
+            done += answer["reembedded"]
+            remaining = answer["remaining"]
+            if bar.total is None or bar.n + remaining > bar.total:
+                bar.total = (bar.n if bar.total is not None else done) + remaining
+            bar.update(max(bar.total - remaining - bar.n, 0))
+            bar.set_postfix_str(f"{answer['model']}", refresh=True)
+            if not remaining:
+                break
+            idle = 0 if answer["reembedded"] else idle + 1
+            if idle >= _REEMBED_IDLE_CALLS:
+                break
+            if idle:
+                time.sleep(1.0)  # another worker holds the rest: let it finish its batch
+    seconds = time.monotonic() - started
+    rate = f" ({done / seconds:.1f} memories/s)" if done and seconds > 0 else ""
+    line = f"re-embedded {done:,} memories with {answer['model']} in {seconds:.1f} s{rate}"
+    if answer["remaining"]:
+        line += f"; {answer['remaining']:,} remain, held by another worker (the background job)"
+    if answer["withheld"]:
+        line += (
+            f"; {answer['withheld']:,} withheld: the DLP policy keeps their content from the "
+            "embeddings endpoint"
+        )
+    print(line)
+    return 0
+
+
+def _error_message(response: Any) -> str:
+    """The service's error body's message, or the status."""
+    try:
+        error = response.json()["error"]
+        return f"{response.status_code} {error['code']}: {error['message']}"
+    except (ValueError, KeyError, TypeError):
+        return f"the service answered {response.status_code}"
+
+
 def _cmd_embeddings_server(args: argparse.Namespace) -> int:
     from context_ledger.local.embeddings_server import main as serve_embeddings
 
@@ -615,6 +697,21 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--token", help="bearer token (default CONTEXT_LEDGER_TOKEN)")
     ingest.add_argument("--max-file-bytes", type=int, default=1_000_000, help="skip larger files")
     ingest.set_defaults(run=_cmd_ingest)
+
+    memories = commands.add_parser("memories", help="agent memories").add_subparsers(
+        dest="memories_command", required=True
+    )
+    reembed = memories.add_parser(
+        "reembed",
+        help="re-embed memories whose vector is of another model than the configured one, "
+        "with progress",
+    )
+    reembed.add_argument("--project", help="only this project key (default: every project)")
+    reembed.add_argument(
+        "--batch", type=int, default=64, help="memories per request to the service (1-1000)"
+    )
+    _client_options(reembed)
+    reembed.set_defaults(run=_cmd_memories_reembed)
 
     embeddings = commands.add_parser(
         "embeddings-server", help="serve OpenAI-compatible embeddings on 127.0.0.1"

@@ -2,7 +2,7 @@
 
 The fixture (tests/fixtures/local_runtime/) has an echo function behind a Lambda authorizer, a
 consumer that reports {"recordId": "fail"} as a batch item failure and raises on "raise", with a
-1 s visibility timeout and maxReceiveCount 2, and a daily schedule.
+1 s visibility timeout and maxReceiveCount 2, and a daily schedule that ``LocalFireAtStart`` lists.
 """
 
 from __future__ import annotations
@@ -269,3 +269,27 @@ def test_two_runtimes_on_different_ports_do_not_collide(
 
     assert httpx.get(f"{runtime.url}/public").status_code == 200
     assert os.environ["AWS_ENDPOINT_URL_SQS"] == runtime.sqs_endpoint
+
+
+def test_a_schedule_listed_to_fire_at_start_fires_once_when_a_serving_runtime_starts(
+    runtime: LocalRuntime, records_file: Path, sqs_endpoint: str
+) -> None:
+    before = len(deliveries(records_file, "tick"))
+    env = {"FIXTURE_RECORDS": str(records_file)}
+    with LocalRuntime(TEMPLATE, port=0, env=env, sqs_endpoint=sqs_endpoint, start_up=True):
+        (tick,) = wait_for(lambda: deliveries(records_file, "tick")[before:])
+
+    assert tick["resources"] == [
+        "arn:aws:scheduler:us-east-1:123456789012:schedule/default/TickFunctionDaily"
+    ]
+
+
+def test_a_runtime_that_does_not_serve_fires_nothing_at_start(
+    runtime: LocalRuntime, records_file: Path, sqs_endpoint: str
+) -> None:
+    before = len(deliveries(records_file, "tick"))
+    env = {"FIXTURE_RECORDS": str(records_file)}
+    with LocalRuntime(TEMPLATE, port=0, env=env, sqs_endpoint=sqs_endpoint):  # as invoke runs
+        time.sleep(1.0)
+
+    assert deliveries(records_file, "tick")[before:] == []

@@ -191,3 +191,24 @@ def test_migrate_sample_is_a_custom_resource_create_request(template: Template) 
     required = {"ServiceToken", "ResponseURL", "StackId", "RequestId", "LogicalResourceId"}
     assert required <= set(sample)
     assert template.function("migrate").handler_file.is_file()
+
+
+def test_memory_reembed_sample_is_the_scheduled_event_of_its_sweep(template: Template) -> None:
+    sample = load("memory-reembed-sweep.json")
+    function = template.function("memory_reembed")
+    (sweep,) = function.schedules
+
+    rebuilt = scheduled_event(
+        rule_arn=sample["resources"][0],
+        region=sample["region"],
+        now=datetime.fromisoformat(sample["time"]),
+        event_id=sample["id"],
+    )
+
+    assert rebuilt == sample
+    assert sample["resources"][0] == (
+        f"arn:aws:scheduler:us-east-1:123456789012:schedule/default/"
+        f"{function.logical_id}{sweep.event}"
+    )
+    # the deploy's custom resource starts it in AWS; `context-ledger dev` at its start
+    assert sweep.at_start

@@ -40,18 +40,25 @@ class LambdaContextLike(Protocol):
     def get_remaining_time_in_millis(self) -> int: ...
 
 
-class _Responder:
-    """Sends the one answer CloudFormation expects; later attempts are ignored."""
+class Responder:
+    """Sends the one answer CloudFormation expects; later attempts are ignored. (Also the
+    answer of the re-embedding custom resource, memory/reembed_job.py.)"""
 
-    def __init__(self, event: Mapping[str, Any], context: LambdaContextLike) -> None:
+    def __init__(
+        self,
+        event: Mapping[str, Any],
+        context: LambdaContextLike,
+        *,
+        physical_id: str = PHYSICAL_RESOURCE_ID,
+    ) -> None:
         self._event = event
         self._context = context
         self._lock = threading.Lock()
         self._sent = False
         # One stable id: a changed id on Update would make CloudFormation Delete the "old" one.
-        self._physical_id = PHYSICAL_RESOURCE_ID
+        self._physical_id = physical_id
         if event.get("RequestType") == "Delete":
-            self._physical_id = str(event.get("PhysicalResourceId") or PHYSICAL_RESOURCE_ID)
+            self._physical_id = str(event.get("PhysicalResourceId") or physical_id)
 
     def logs_hint(self) -> str:
         group = getattr(self._context, "log_group_name", "?")
@@ -123,7 +130,7 @@ def handler(event: dict[str, Any], context: LambdaContextLike) -> None:
         logger.error("not a CloudFormation custom resource event", extra=log_keys)
         return
     logger.info("custom resource request", extra=log_keys)
-    responder = _Responder(event, context)
+    responder = Responder(event, context)
 
     def deadline_reached() -> None:
         try:

@@ -28,7 +28,7 @@ FUNCTIONS: dict[str, tuple[str, ...]] = {
     "attributions": ("attributions",),
     "context_admin": ("weights", "dlp", "capabilities", "openapi"),
     "observability": ("observability",),
-    "memory": ("memory",),
+    "memory": ("memory", "memory_reembed"),
     "model_gateway": ("model_gateway",),
     # Its app answers errors in OpenAI's shape: http.embeddings.create_embeddings_app.
     "embeddings": ("embeddings",),

@@ -277,6 +277,8 @@ async def relevant_memories(
     }
     if answer.tokens_used is not None:
         body["tokens_used"] = answer.tokens_used
+    if answer.warnings:  # only then: the spec's answer has three fields
+        body["warnings"] = list(answer.warnings)
     return body
 
 

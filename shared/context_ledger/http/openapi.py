@@ -102,6 +102,8 @@ _EXTRA_ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("get", "/api/context/{project_id}/relevant"): (503,),
     ("post", "/api/context/{project_id}/{memory_id}/revisions/{revision}/accept"): (409, 503),
     ("post", "/api/v1/embeddings"): (503,),
+    # projectId; the embeddings endpoint or a DLP scan
+    ("post", "/api/v1/context/memories/reembed"): (404, 503),
 }
 
 _BODY_METHODS = frozenset({"post", "put", "patch"})

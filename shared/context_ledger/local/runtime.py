@@ -66,11 +66,15 @@ class LocalRuntime:
         env: Mapping[str, str],
         sqs_endpoint: str | None = None,
         timed_schedules: bool = True,
+        start_up: bool = False,
     ) -> None:
         """``timed_schedules=False``: schedules fire only on demand (:meth:`fire`), so a test
-        session's answers do not depend on when a minutely schedule happened to run."""
+        session's answers do not depend on when a minutely schedule happened to run.
+        ``start_up``: also fire the schedules the template's ``LocalFireAtStart`` lists, once,
+        when serving starts (``context-ledger dev`` does; local/schedules.py)."""
         self.template = read_template(Path(template_path))
         self._timed_schedules = timed_schedules
+        self._start_up = start_up
         self._port = port
         self._env = dict(env)
         self._sqs_endpoint = sqs_endpoint
@@ -218,7 +222,7 @@ class LocalRuntime:
                 self._pollers.append(poller)
                 poller.start()
         if self._timed_schedules:
-            self._scheduler.start()
+            self._scheduler.start(at_start=self._start_up)
         for route, function_id in sorted(
             ((r, f.logical_id) for f in template.functions.values() for r in f.routes),
             key=lambda item: item[0].path,
@@ -330,7 +334,7 @@ def serve(
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with LocalRuntime(template_path, port=port, env=env) as runtime:
+        with LocalRuntime(template_path, port=port, env=env, start_up=True) as runtime:
             if on_ready is not None:
                 on_ready(runtime.url)
             while not stopping.wait(0.5):

@@ -8,6 +8,11 @@ Which expressions fire on their own:
   fires daily at that time, UTC.
 - Any other ``cron(...)`` and one-time ``at(...)`` expressions are accepted but fire only on demand.
 
+A schedule the function's ``Metadata`` lists in ``LocalFireAtStart`` also fires once when a
+runtime that serves (``context-ledger dev``, not ``invoke`` or a test's) starts, in a thread of its
+own (it may run long), for work a deploy starts in AWS: the memory re-embedding job's custom
+resource, which the local runtime does not run.
+
 Both kinds deliver an EventBridge "Scheduled Event" (or the schedule's ``Input``), naming the rule
 (``Schedule``) or the schedule (``ScheduleV2``) in ``resources``. Every schedule can be fired on
 demand with :meth:`Scheduler.fire`. A failed scheduled invocation is logged, not retried (AWS
@@ -110,7 +115,9 @@ class Scheduler:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self) -> None:
+    def start(self, *, at_start: bool = False) -> None:
+        """Fire the schedules on their cadence from now on; ``at_start``: and those listed in
+        ``LocalFireAtStart`` once, now."""
         now = datetime.now(UTC)
         for entry in self._entries:
             entry.next_at = entry.cadence.next_after(now) if entry.source.enabled else None
@@ -124,6 +131,12 @@ class Scheduler:
         if any(entry.next_at for entry in self._entries):
             self._thread = threading.Thread(target=self._run, name="local-schedules", daemon=True)
             self._thread.start()
+        first = [entry for entry in self._entries if entry.source.at_start] if at_start else []
+        if first:
+            # Not joined by stop: a start-up run may outlast the runtime, and is cut off with it.
+            threading.Thread(
+                target=self._fire_at_start, args=(first,), name="local-start-up", daemon=True
+            ).start()
 
     def stop(self) -> None:
         self._stopping.set()
@@ -171,6 +184,24 @@ class Scheduler:
             for entry in pending:
                 if entry.next_at is not None and entry.next_at <= now:
                     self._fire_due(entry, now)
+
+    def _fire_at_start(self, entries: list[_Entry]) -> None:
+        for entry in entries:
+            if self._stopping.is_set():
+                return
+            try:
+                self._invoke(entry.function.logical_id, self._event_for(entry))
+            except Exception:
+                if self._stopping.is_set():  # the runtime stopped under it
+                    logger.info(
+                        "%s %s stopped with the runtime",
+                        entry.function.logical_id,
+                        entry.source.event,
+                    )
+                    return
+                logger.exception(
+                    "%s %s at start failed", entry.function.logical_id, entry.source.event
+                )
 
     def _fire_due(self, entry: _Entry, now: datetime) -> None:
         try:

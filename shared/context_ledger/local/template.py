@@ -83,6 +83,10 @@ class ScheduleSource:
     input: Any | None
     #: ``ScheduleV2`` (EventBridge Scheduler) rather than ``Schedule`` (an EventBridge rule).
     scheduler: bool = False
+    #: Fired once when the local runtime starts: listed in the function's ``Metadata``
+    #: ``LocalFireAtStart``, for work a deploy starts in AWS (a custom resource the local runtime
+    #: does not run).
+    at_start: bool = False
 
 
 @dataclass(frozen=True)
@@ -343,6 +347,10 @@ class _Reader:
                 schedules.append(self._schedule(event_where, name, kind, event_props))
             else:
                 logger.warning("%s: %s events are not emulated locally", event_where, kind)
+        at_start = (resources[logical_id].get("Metadata") or {}).get("LocalFireAtStart") or []
+        if not isinstance(at_start, list) or not set(at_start) <= {s.event for s in schedules}:
+            raise TemplateError(f"{where}: LocalFireAtStart must list schedules of the function")
+        schedules = [dataclasses.replace(s, at_start=s.event in at_start) for s in schedules]
         return dataclasses.replace(
             function, routes=tuple(routes), sqs_sources=tuple(sqs), schedules=tuple(schedules)
         )

@@ -43,6 +43,7 @@ from context_ledger.memory.projects import (
     find_project_to_propose,
     project_for_write,
 )
+from context_ledger.memory.reembed import withholds
 from context_ledger.memory.vector_cache import VectorCache
 from context_ledger.settings import Settings
 from context_ledger.spaces.permissions import Permission
@@ -142,6 +143,8 @@ class RelevantMemory:
 class RelevantAnswer:
     memories: list[RelevantMemory]
     tokens_used: int | None = None
+    #: what made the ranking less than it could be (memories not yet re-embedded), each a sentence
+    warnings: tuple[str, ...] = ()
 
 
 def _delivery(conn: psycopg.Connection, principal: Principal) -> Delivery:
@@ -603,6 +606,40 @@ def _justification(similarity: float, *, empty: bool, compatible: bool, label: s
     return f"semantic similarity {similarity:.2f} ({label})"
 
 
+def _stale_warning(
+    conn: psycopg.Connection,
+    principal: Principal,
+    found: store.Candidates,
+    *,
+    known: bool,
+    label: str,
+    delivery: Delivery,
+    deps: Dependencies,
+) -> tuple[str, ...]:
+    """A sentence naming how many of the candidates are not yet re-embedded with the configured
+    model (memory/reembed.py), when any is: their similarity is 0.00 until they are. Counted from
+    the candidates' ``compatible`` flags, which the candidate query computes anyway. Memories an
+    organisation's DLP policy keeps from the endpoint are never re-embedded, so are not counted:
+    the warning is about a backlog that goes away."""
+    stale = int(np.count_nonzero(~found.compatible)) if known else 0
+    if not stale or withholds(
+        conn,
+        org_id=principal.org_id,
+        embedder=deps.embedder,
+        settings=deps.settings,
+        policy=delivery.policy,
+    ):
+        return ()
+    one = stale == 1
+    return (
+        f"{stale} {'memory' if one else 'memories'} of this project {'is' if one else 'are'} not "
+        f"yet re-embedded with {label}: {'its' if one else 'their'} similarity is 0.00 "
+        "(incompatible vectors) until re-embedding reaches "
+        f"{'it' if one else 'them'}; it runs in the background, and "
+        "`context-ledger memories reembed` runs it now",
+    )
+
+
 def _drop_oldest(found: store.Candidates) -> store.Candidates:
     """The candidates without the oldest one (by creation, then id: the SQL's order)."""
     oldest = np.lexsort((found.id_number, found.created_at))[0]
@@ -645,9 +682,17 @@ def relevant_memories(
         )
     dimensions = len(query_vector) if query_vector is not None else 0
     provider = deps.embedder.provider(dimensions) if dimensions else None
+    # An empty query embeds nothing, so it knows the provider only when the dimension is
+    # configured: then its candidates still say which vectors are not yet re-embedded.
+    known_dimensions = dimensions or (deps.embedder.dimensions if empty else None) or 0
+    known_provider = deps.embedder.provider(known_dimensions) if known_dimensions else None
     cap = deps.settings.memory_max_candidates
     found = store.candidates(
-        conn, space_id=project.space_id, limit=cap + 1, provider=provider, dimensions=dimensions
+        conn,
+        space_id=project.space_id,
+        limit=cap + 1,
+        provider=known_provider,
+        dimensions=known_dimensions,
     )
     if len(found.ids) > cap:
         logger.warning(
@@ -655,6 +700,15 @@ def relevant_memories(
             extra={"project_space_id": str(project.space_id), "cap": cap},
         )
         found = _drop_oldest(found)
+    said = _stale_warning(
+        conn,
+        principal,
+        found,
+        known=known_provider is not None,
+        label=deps.embedder.label(known_dimensions or None),
+        delivery=delivery,
+        deps=deps,
+    )
     if empty:
         similarity = np.ones(len(found.ids))
         compatible = np.ones(len(found.ids), dtype=bool)
@@ -716,7 +770,7 @@ def relevant_memories(
         for i in top
         if found.ids[i] in rows  # deleted since the candidates were read: skip
     ]
-    return RelevantAnswer(memories=memories, tokens_used=used)
+    return RelevantAnswer(memories=memories, tokens_used=used, warnings=said)
 
 
 def parse_memory_id(raw: str) -> str:

@@ -267,6 +267,63 @@ UPDATE sources SET updated_at = clock_timestamp() WHERE id IN (SELECT source_id 
 """
 
 
+# --- re-embedding (memory/reembed.py) ------------------------------------------------------------
+# A served entry is stale when its vector is not of the given provider: another model or dimension,
+# or none at all. Written as ranges on either side of the provider (and NULL), which are index
+# range scans of memory_entries_provider (migration 0020); ``IS DISTINCT FROM`` is not.
+_STALE = """
+(e.embedding_provider IS NULL OR e.embedding_provider < %(provider)s
+ OR e.embedding_provider > %(provider)s)
+"""
+
+# The projects with stale entries, and how many each holds (of one organisation, or of all).
+_STALE_PROJECTS = f"""
+SELECT p.org_id, p.space_id, p.source_id, s.key, count(*) AS stale
+FROM memory_entries e
+JOIN memory_projects p ON p.space_id = e.space_id
+JOIN spaces s ON s.id = p.space_id AND s.org_id = p.org_id
+WHERE e.deleted_at IS NULL AND e.accepted_revision IS NOT NULL AND {_STALE}
+  AND (%(org_id)s::uuid IS NULL OR p.org_id = %(org_id)s)
+  AND (%(space_id)s::uuid IS NULL OR p.space_id = %(space_id)s)
+GROUP BY p.org_id, p.space_id, p.source_id, s.key
+ORDER BY p.org_id, s.key
+"""
+
+# Up to ``limit`` stale entries of one project with their served content, locked: a second worker
+# (the CLI beside the background job) skips them and takes the next ones instead of waiting, and a
+# write to one of them waits for this batch, then embeds its own new content.
+_STALE_BATCH = f"""
+SELECT e.id, r.content
+FROM memory_entries e
+JOIN memory_revisions r ON r.entry_id = e.id AND r.revision = e.accepted_revision
+WHERE e.space_id = %(space_id)s AND e.deleted_at IS NULL AND e.accepted_revision IS NOT NULL
+  AND {_STALE}
+LIMIT %(limit)s
+FOR UPDATE OF e SKIP LOCKED
+"""
+
+# A new vector for the same content: updated_at stays, so recency (and the spec's "reading does
+# not mutate" view of a memory) is unchanged; the provider is what tells /relevant and the vector
+# cache that the vector is now of this model.
+_REEMBED = """
+UPDATE memory_entries e
+SET embedding_f32 = v.embedding_f32, embedding_provider = %(provider)s
+FROM unnest(%(ids)s::text[], %(vectors)s::bytea[]) AS v(id, embedding_f32)
+WHERE e.id = v.id
+"""
+
+# The memory's chunk carries the endpoint's vector for the context API's retrieval (none without
+# an endpoint), as a write leaves it (service._serve).
+_CHUNKS_EMBEDDED = """
+SELECT count(*) AS chunks, count(embedding) AS embedded
+FROM chunks WHERE source_id = %(source_id)s AND path = ANY(%(paths)s)
+"""
+_REEMBED_CHUNK = """
+UPDATE chunks SET embedding = %(embedding)s, embedding_model = %(embedding_model)s
+WHERE source_id = %(source_id)s AND path = %(path)s
+"""
+
+
 def project(conn: psycopg.Connection, *, org_id: uuid.UUID, key: str) -> Row | None:
     return conn.execute(_PROJECT, {"org_id": org_id, "key": key}).fetchone()
 
@@ -517,5 +574,88 @@ def replace_chunk(
             "chunks": len(added) - len(dropped),
             "tokens": total(added, "token_count") - total(dropped, "token_count"),
             "embedded": total(added, "embedded") - total(dropped, "embedded"),
+        },
+    )
+
+
+@dataclass(frozen=True)
+class StaleProject:
+    """A project holding served entries whose vector is not of the configured provider."""
+
+    org_id: uuid.UUID
+    space_id: uuid.UUID
+    source_id: uuid.UUID
+    key: str
+    stale: int
+
+
+def stale_projects(
+    conn: psycopg.Connection,
+    *,
+    provider: str,
+    org_id: uuid.UUID | None = None,
+    space_id: uuid.UUID | None = None,
+) -> list[StaleProject]:
+    """The projects (of ``org_id``, or only ``space_id``; None: every one) with entries whose
+    vector is not of ``provider``, and how many."""
+    params = {"provider": provider, "org_id": org_id, "space_id": space_id}
+    return [StaleProject(**row) for row in conn.execute(_STALE_PROJECTS, params).fetchall()]
+
+
+def lock_stale_batch(
+    conn: psycopg.Connection, *, space_id: uuid.UUID, provider: str, limit: int
+) -> list[Row]:
+    """Up to ``limit`` stale entries of the project (id, content), locked for this transaction;
+    entries another transaction holds are skipped."""
+    params = {"space_id": space_id, "provider": provider, "limit": limit}
+    return conn.execute(_STALE_BATCH, params).fetchall()
+
+
+def store_vectors(
+    conn: psycopg.Connection,
+    *,
+    source_id: uuid.UUID,
+    provider: str,
+    vectors: dict[str, np.ndarray],
+    chunk_paths: dict[str, str],
+    chunk_model: str | None,
+) -> None:
+    """Give entries new unit vectors of ``provider`` (their content and revision unchanged), and
+    their chunks the same vectors under ``chunk_model`` (None: no endpoint, so no chunk vector),
+    keeping the served version's embedded count right and marking the source changed."""
+    ids = list(vectors)
+    conn.execute(
+        _REEMBED,
+        {
+            "provider": provider,
+            "ids": ids,
+            "vectors": [vectors[i].astype("<f4").tobytes() for i in ids],
+        },
+    )
+    paths = [chunk_paths[i] for i in ids]
+    where = {"source_id": source_id, "paths": paths}
+    before = conn.execute(_CHUNKS_EMBEDDED, where).fetchone()
+    assert before is not None
+    with conn.cursor() as cursor:
+        cursor.executemany(
+            _REEMBED_CHUNK,
+            [
+                {
+                    "source_id": source_id,
+                    "path": chunk_paths[i],
+                    "embedding": vectors[i].tolist() if chunk_model is not None else None,
+                    "embedding_model": chunk_model,
+                }
+                for i in ids
+            ],
+        )
+    embedded_now = before["chunks"] if chunk_model is not None else 0
+    conn.execute(
+        _ADD_TO_COUNTS,
+        {
+            "source_id": source_id,
+            "chunks": 0,
+            "tokens": 0,
+            "embedded": embedded_now - before["embedded"],
         },
     )

@@ -6,8 +6,10 @@ all-MiniLM-L6-v2. Each row embeds the same N memory texts, interleaved ``--repea
 
 - ``bare model``: ``MiniLMEmbeddingProvider.encode`` in this process, batches of
   ``KEYSTONE_CONTEXT_EMBEDDINGS_BATCH_SIZE`` (32): the model alone, the ceiling.
-- ``bare endpoint``: ``EmbeddingsClient.embed`` of the same batches through the endpoint: the
-  embed calls the job cannot do without (HTTP, JSON, the model), no database, no DLP.
+- ``bare endpoint``: the same batches POSTed to the endpoint as OpenAI embeddings requests on one
+  kept-alive connection: the embed calls the job cannot do without (HTTP, JSON, the model), no
+  database, no DLP gate (the bench holds no client to send with: only the gate sends through
+  one, ``tests/unit/test_dlp_gate_only_path.py``).
 - ``reembed``: ``memory.reembed.reembed`` over every stale memory, what ``MemoryReembedFunction``
   and ``context-ledger memories reembed`` run: per batch the stale entries locked (``FOR UPDATE
   SKIP LOCKED``), their contents redacted by the DLP gate and embedded by one request, vectors
@@ -35,6 +37,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # after the BLAS setting, which must precede numpy
+import contextlib
 import sys
 import time
 from dataclasses import dataclass
@@ -113,6 +116,7 @@ def make_stale(hashing_provider: str) -> None:
 
 
 def run(args: argparse.Namespace) -> list[Row]:
+    import httpx
     from relevant import memory_texts  # bench/ is the script's folder, first on sys.path
 
     from context_ledger.embeddings.client import EmbeddingsClient
@@ -146,10 +150,13 @@ def run(args: argparse.Namespace) -> list[Row]:
         "reembed": [],
         "reembed, nothing stale": [],
     }
-    with serve_embeddings(0, service=MiniLMService(model)) as endpoint:
+    with contextlib.ExitStack() as stack:
+        endpoint = stack.enter_context(serve_embeddings(0, service=MiniLMService(model)))
         client = EmbeddingsClient(
             endpoint.url, "all-MiniLM-L6-v2", dimensions=384, batch_size=batch, timeout=120
         )
+        bare = stack.enter_context(httpx.Client(base_url=endpoint.url, timeout=120))
+        request = {"model": client.model, "dimensions": 384, "encoding_format": "float"}
         embedder = MemoryEmbedder(embedder=client, name=client.model, dimensions=384, client=client)
         for repeat in range(args.repeat):
             timer = time.perf_counter()
@@ -158,7 +165,8 @@ def run(args: argparse.Namespace) -> list[Row]:
             seconds["bare model"].append(time.perf_counter() - timer)
             timer = time.perf_counter()
             for chunk in batches:
-                client.embed(chunk)
+                answer = bare.post("/embeddings", json=request | {"input": chunk})
+                assert len(answer.raise_for_status().json()["data"]) == len(chunk)
             seconds["bare endpoint"].append(time.perf_counter() - timer)
             if repeat:
                 make_stale(f"{hashing.name}/{hashing.dimensions}")

@@ -54,9 +54,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_REGION = "us-east-1"
 _DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
-#: No X-Ray daemon listens here. Powertools turns its tracer off outside Lambda by itself (no
-#: LAMBDA_TASK_ROOT); this also covers a shell that looks like Lambda's. Either way a traced
-#: handler runs its wrapper without sending anything or logging a missing segment.
+#: No X-Ray daemon listens here. Outside Lambda (no LAMBDA_TASK_ROOT) nothing is traced anyway
+#: (settings.xray_tracing); this also covers a shell that looks like Lambda's, so no function
+#: sends a segment or logs a missing one.
 _NO_TRACING = {"POWERTOOLS_TRACE_DISABLED": "true"}
 
 

@@ -9,11 +9,13 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from context_ledger.attribution.writer import record_handler
+from context_ledger.tracing import trace_handler
 
 logger = Logger()
 
 
 @logger.inject_lambda_context
+@trace_handler
 def handler(event: dict, context: LambdaContext) -> dict:
     # A processor holds the batch it is processing, so each call gets its own: the local
     # runtime may run two batches of this function at once in one process.

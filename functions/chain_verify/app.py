@@ -10,6 +10,7 @@ from context_ledger.evidence.verify_job import (
     verify_all_chains,
     verify_recent_chains,
 )
+from context_ledger.tracing import trace_handler
 
 logger = Logger()
 metrics = Metrics(namespace=METRICS_NAMESPACE)
@@ -17,6 +18,7 @@ metrics = Metrics(namespace=METRICS_NAMESPACE)
 
 @metrics.log_metrics
 @logger.inject_lambda_context
+@trace_handler
 def handler(event: dict, context: LambdaContext) -> dict:
     if isinstance(event, dict) and event.get("scope") == "recent":
         return verify_recent_chains(metrics=metrics, index_check=check_lookup_rows)

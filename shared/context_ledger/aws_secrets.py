@@ -2,52 +2,34 @@
 
 An API key is configured either directly (a ``..._API_KEY`` variable, for local use) or as the ARN
 of a Secrets Manager secret whose string is the key (deployments). A :class:`SecretKey` reads the
-secret on first use and again once it is older than ``max_age`` seconds, so a rotated key is
-picked up by warm Lambda containers without a redeploy.
+secret through Powertools' parameters utility, which keeps it for ``max_age`` seconds and then
+reads it again, so a rotated key is picked up by warm Lambda containers without a redeploy.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable
-from typing import Any
-
 #: How long a key read from Secrets Manager is used before it is read again.
-KEY_MAX_AGE_SECONDS = 300.0
-
-
-def secret_string(secret_arn: str) -> str:
-    """The current ``SecretString`` of a Secrets Manager secret."""
-    import boto3  # imported here: only AWS deployments read secrets
-
-    secret: Any = boto3.client("secretsmanager").get_secret_value(SecretId=secret_arn)
-    return str(secret["SecretString"])
+KEY_MAX_AGE_SECONDS = 300
 
 
 class SecretKey:
     """A key given directly, or read from a secret and cached for ``max_age`` seconds.
 
     Calling it returns the key, or None when neither is configured. Reading the secret may raise
-    (boto3 errors); callers turn that into their own 503.
+    (Powertools' ``GetParameterError``, carrying boto3's message); callers turn that into their
+    own 503.
+
+    The cache is Powertools' one per process, keyed by the secret's ARN: two keys naming one
+    secret share a read, and the first read's ``max_age`` holds until it expires. Powertools
+    keeps nothing for ``max_age=0`` (every call reads) and never keeps a failed read.
     """
 
     def __init__(
-        self,
-        value: str | None,
-        secret_arn: str | None,
-        *,
-        max_age: float = KEY_MAX_AGE_SECONDS,
-        read_secret: Callable[[str], str] = secret_string,
-        clock: Callable[[], float] = time.monotonic,
+        self, value: str | None, secret_arn: str | None, *, max_age: int = KEY_MAX_AGE_SECONDS
     ) -> None:
         self._value = value
         self._secret_arn = secret_arn
         self._max_age = max_age
-        self._read_secret = read_secret
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._cached: tuple[float, str | None] | None = None
 
     def __repr__(self) -> str:
         source = "value" if self._value else "secret" if self._secret_arn else "none"
@@ -58,9 +40,10 @@ class SecretKey:
             return self._value
         if not self._secret_arn:
             return None
-        with self._lock:
-            now = self._clock()
-            if self._cached is None or now - self._cached[0] >= self._max_age:
-                key = self._read_secret(self._secret_arn).strip()
-                self._cached = (now, key or None)
-            return self._cached[1]
+        # Imported here: only AWS deployments read secrets, and the utility imports boto3.
+        from aws_lambda_powertools.utilities import parameters
+
+        key: object = parameters.get_secret(self._secret_arn, max_age=self._max_age)
+        if not isinstance(key, str):  # a SecretBinary: not a key we can send
+            raise TypeError("the secret holds no SecretString")
+        return key.strip() or None

@@ -1,8 +1,9 @@
-"""The embeddings API key from Secrets Manager (moto's server): sent as a bearer key, re-read after
-rotation, and a secret that cannot be read is a 503 that sends nothing."""
+"""The embeddings API key from Secrets Manager (moto's server): sent as a bearer key, kept for
+max_age, re-read after rotation, and a secret that cannot be read is a 503 that sends nothing."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import boto3
 import pytest
 
-from context_ledger.aws_secrets import SecretKey, secret_string
+from context_ledger.aws_secrets import SecretKey
 from context_ledger.embeddings.client import EmbeddingsClient, EmbeddingsUnavailableError
 from context_ledger.local.embeddings_server import StandInEmbeddingsServer, serve_embeddings
 
@@ -32,19 +33,28 @@ def authorizations(stand_in: StandInEmbeddingsServer) -> list[str | None]:
     return [request.headers.get("Authorization") for request in stand_in.requests]
 
 
-def test_the_key_is_read_from_the_secret_and_rotation_is_picked_up(secrets, stand_in) -> None:
+def test_the_key_is_read_from_the_secret_and_kept_for_max_age(secrets, stand_in) -> None:
     arn = secrets.create_secret(Name=f"emb-{uuid.uuid4()}", SecretString="key-one\n")["ARN"]
-    now = [0.0]
-    key = SecretKey(None, arn, max_age=60, clock=lambda: now[0])
-    client = EmbeddingsClient(stand_in.url, "stand-in", api_key=key)
+    client = EmbeddingsClient(stand_in.url, "stand-in", api_key=SecretKey(None, arn, max_age=300))
 
     client.embed(["first"])
     secrets.put_secret_value(SecretId=arn, SecretString="key-two")
     client.embed(["cached for max_age"])
-    now[0] = 61.0
+
+    assert authorizations(stand_in) == ["Bearer key-one", "Bearer key-one"]
+    client.close()
+
+
+def test_a_rotated_key_is_picked_up_after_max_age(secrets, stand_in) -> None:
+    arn = secrets.create_secret(Name=f"emb-{uuid.uuid4()}", SecretString="key-one\n")["ARN"]
+    client = EmbeddingsClient(stand_in.url, "stand-in", api_key=SecretKey(None, arn, max_age=1))
+
+    client.embed(["first"])
+    secrets.put_secret_value(SecretId=arn, SecretString="key-two")
+    time.sleep(1.2)  # past max_age however long the calls took
     client.embed(["after rotation"])
 
-    assert authorizations(stand_in) == ["Bearer key-one", "Bearer key-one", "Bearer key-two"]
+    assert authorizations(stand_in) == ["Bearer key-one", "Bearer key-two"]
     client.close()
 
 
@@ -57,10 +67,3 @@ def test_a_secret_that_cannot_be_read_is_a_503_and_nothing_is_sent(secrets, stan
 
     assert stand_in.requests == []
     client.close()
-
-
-def test_secret_string_reads_the_current_version(secrets) -> None:
-    arn = secrets.create_secret(Name=f"emb-{uuid.uuid4()}", SecretString="v1")["ARN"]
-    secrets.put_secret_value(SecretId=arn, SecretString="v2")
-
-    assert secret_string(arn) == "v2"

@@ -28,7 +28,10 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
             | {"ratelimit", "text"}
         ),
     ),
-    ("floor", frozenset({"db", "settings", "errors", "log", "cooldown", "aws_secrets"})),
+    (
+        "floor",
+        frozenset({"db", "settings", "errors", "log", "tracing", "cooldown", "aws_secrets"}),
+    ),
 )
 LAYER_OF = {package: index for index, (_, packages) in enumerate(LAYERS) for package in packages}
 

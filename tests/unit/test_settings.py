@@ -11,6 +11,7 @@ from context_ledger.settings import (
     SettingsError,
     load_settings,
     parse_level_weights,
+    xray_tracing,
 )
 
 
@@ -130,3 +131,26 @@ def test_internal_hosts_are_loopback_or_listed() -> None:
 def test_an_embeddings_url_needs_a_model() -> None:
     with pytest.raises(SettingsError, match="KEYSTONE_CONTEXT_EMBEDDINGS_MODEL"):
         load_settings(KEYSTONE_CONTEXT_EMBEDDINGS_URL="http://127.0.0.1:8089/v1")
+
+
+@pytest.mark.parametrize(
+    ("variables", "traced"),
+    [
+        ({}, False),  # outside Lambda: the local runtime, tests, the CLI
+        ({"LAMBDA_TASK_ROOT": "/var/task"}, True),
+        ({"LAMBDA_TASK_ROOT": "/var/task", "POWERTOOLS_TRACE_DISABLED": "false"}, True),
+        ({"LAMBDA_TASK_ROOT": "/var/task", "POWERTOOLS_TRACE_DISABLED": "true"}, False),
+        ({"LAMBDA_TASK_ROOT": "/var/task", "POWERTOOLS_TRACE_DISABLED": "1"}, False),
+        ({"LAMBDA_TASK_ROOT": "/var/task", "AWS_SAM_LOCAL": "true"}, False),
+    ],
+    ids=repr,
+)
+def test_xray_tracing_is_on_in_lambda_unless_turned_off(
+    monkeypatch: pytest.MonkeyPatch, variables: dict[str, str], traced: bool
+) -> None:
+    for name in ("LAMBDA_TASK_ROOT", "POWERTOOLS_TRACE_DISABLED", "AWS_SAM_LOCAL"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+
+    assert xray_tracing() is traced

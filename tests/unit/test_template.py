@@ -142,6 +142,14 @@ def test_globals_carry_the_shared_environment() -> None:
     assert not {"KEYSTONE_EVIDENCE_HMAC_KEY", "DATABASE_URL"} & set(variables)
 
 
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_every_function_is_traced_with_xray(function: str) -> None:
+    # Globals, not per function: a new function is traced too (tests/integration/test_tracing.py
+    # checks that its handler is a subsegment).
+    assert _template()["Globals"]["Function"]["Tracing"] == "Active"
+    assert _function_props(function)["Tracing"] == "Active"
+
+
 #: The deployment settings the spec names (retrieval-and-attribution.md); each is the
 #: operator's to set, so each must be a template parameter reaching every function.
 SPEC_VARIABLES = (

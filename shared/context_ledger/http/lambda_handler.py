@@ -11,17 +11,20 @@ from mangum import Mangum
 from mangum.types import ASGI
 
 from context_ledger.log import logger
+from context_ledger.tracing import trace_handler
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
 def lambda_handler(app: ASGI) -> LambdaHandler:
-    """Mangum adapter with the API Gateway request id as every log line's correlation id."""
+    """Mangum adapter with the API Gateway request id as every log line's correlation id, and
+    each invocation an X-Ray subsegment (context_ledger.tracing)."""
     adapter = Mangum(app, lifespan="off")
 
     @logger.inject_lambda_context(
         correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True
     )
+    @trace_handler
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return adapter(event, context)
 

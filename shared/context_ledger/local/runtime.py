@@ -10,8 +10,9 @@ start: the template's variables (``Globals`` plus each function's; parameters ta
 queue references become the local queues, values only AWS knows are dropped), then the shell's
 value of each variable the template sets straight from a parameter (what a deployment passes as a
 parameter, a developer passes in the shell: ``KEYSTONE_MODELS_PROVIDER_URL=... make dev``), then
-the local defaults (region, dummy credentials, so nothing reaches a real AWS account), then the
-caller's ``env``, then ``AWS_ENDPOINT_URL_SQS``. ``stop`` puts the previous values back.
+the local defaults (region, dummy credentials, so nothing reaches a real AWS account; tracing
+off, as no X-Ray daemon listens), then the caller's ``env``, then ``AWS_ENDPOINT_URL_SQS``.
+``stop`` puts the previous values back.
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_REGION = "us-east-1"
 _DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+#: No X-Ray daemon listens here. Outside Lambda (no LAMBDA_TASK_ROOT) nothing is traced anyway
+#: (settings.xray_tracing); this also covers a shell that looks like Lambda's, so no function
+#: sends a segment or logs a missing one.
+_NO_TRACING = {"POWERTOOLS_TRACE_DISABLED": "true"}
 
 
 class LocalRuntime:
@@ -276,7 +281,12 @@ class LocalRuntime:
             for name in self._parameter_variables()
             if name in merged and os.environ.get(name)
         }
-        local = {"AWS_REGION": self.region, "AWS_DEFAULT_REGION": self.region, **_DUMMY_CREDENTIALS}
+        local = {
+            "AWS_REGION": self.region,
+            "AWS_DEFAULT_REGION": self.region,
+            **_DUMMY_CREDENTIALS,
+            **_NO_TRACING,
+        }
         return {**merged, **shell, **local, **self._env, "AWS_ENDPOINT_URL_SQS": endpoint}
 
     def _parameter_variables(self) -> set[str]:

@@ -61,6 +61,7 @@ from context_ledger.sources.model import SourceKind
 from context_ledger.spaces.levels import Level
 from context_ledger.spaces.weights import pending_weights
 from context_ledger.text.budget import fit_to_budget
+from context_ledger.tracing import step
 
 #: How many candidates each search returns, per level of the chain, before ranking and the
 #: per-level cap: a level is searched on its own, so many strong matches at one level never
@@ -427,26 +428,28 @@ def retrieve(
     space_id, kinds = request.space_uuid(), request.kinds()
     pgvector_backend = deps.settings.search_backend is SearchBackend.PGVECTOR
     builtin_text = redacted((), request.query, stage="query")
-    with conn.pipeline():
-        chain = pending_search_spaces(conn, principal, space_id)
-        chain_sources = pending_chain_sources(conn, principal, space_id, kinds)
-        chain_terms = pending_chain_terms(conn, principal, space_id, kinds, builtin_text)
-        stored_policy = pending_policy(conn, org_id=principal.org_id)
-        stored_weights = pending_weights(conn, principal.org_id, deps.settings)
-        pgvector = pending_pgvector_available(conn) if pgvector_backend else None
-        admitted = deps.count_request(conn) if deps.count_request else None
-    if admitted is not None:
-        admitted.result()  # over a rate limit: 429 before anything read is used
-    if pgvector is not None:
-        # Every retrieval, not only one with a query vector (full-text only: no endpoint, the
-        # endpoint down, nothing to search): the operator chose this backend, so it fails closed.
-        require_pgvector(pgvector)
-    spaces, policy, weights = chain.result(), stored_policy.result(), stored_weights.result()
+    with step("retrieve.chain"):
+        with conn.pipeline():
+            chain = pending_search_spaces(conn, principal, space_id)
+            chain_sources = pending_chain_sources(conn, principal, space_id, kinds)
+            chain_terms = pending_chain_terms(conn, principal, space_id, kinds, builtin_text)
+            stored_policy = pending_policy(conn, org_id=principal.org_id)
+            stored_weights = pending_weights(conn, principal.org_id, deps.settings)
+            pgvector = pending_pgvector_available(conn) if pgvector_backend else None
+            admitted = deps.count_request(conn) if deps.count_request else None
+        if admitted is not None:
+            admitted.result()  # over a rate limit: 429 before anything read is used
+        if pgvector is not None:
+            # Every retrieval, not only one with a query vector (full-text only: no endpoint,
+            # the endpoint down, nothing to search): the operator chose this backend, so it
+            # fails closed.
+            require_pgvector(pgvector)
+        spaces, policy, weights = chain.result(), stored_policy.result(), stored_weights.result()
+        searchable = searchable_sources(chain_sources.result(), spaces)
     text = (
         redacted(policy.patterns, request.query, stage="query") if policy.patterns else builtin_text
     )
     levels = {s.id: s.level for s in spaces}
-    searchable = searchable_sources(chain_sources.result(), spaces)
     found = [s for s in searchable if not policy.withholds(s.classification)]
     withheld = [s for s in searchable if policy.withholds(s.classification)]
     sources = {s.id: s for s in found}
@@ -457,30 +460,34 @@ def retrieve(
         settings=deps.settings,
         policy=policy,
     )
-    if found:
-        if text != builtin_text:  # the organisation's patterns redact more: count its terms
-            chain_terms = pending_chain_terms(conn, principal, space_id, kinds, text)
-        candidates, query = _search(
-            conn, principal, spaces, found, text, gate, deps, chain_terms, policy
+    with step("retrieve.search"):
+        if found:
+            if text != builtin_text:  # the organisation's patterns redact more: count its terms
+                chain_terms = pending_chain_terms(conn, principal, space_id, kinds, text)
+            candidates, query = _search(
+                conn, principal, spaces, found, text, gate, deps, chain_terms, policy
+            )
+        else:
+            candidates, query = [], without_embedding(gate)
+    with step("retrieve.rank"):
+        ranked = _ranked_chunks(conn, principal, candidates, sources, levels, request, weights)
+    with step("retrieve.budget"):
+        delivery = Delivery(policy)
+        offered = [_as_delivered(c, delivery) for c in ranked]
+        texts: set[bytes] = set()  # the SHA-256 of every text delivered: each is delivered once
+        delivered, used = fit_to_budget(
+            offered, request.token_budget, _tokens, digest_of=_delivered_sha256, delivered=texts
         )
-    else:
-        candidates, query = [], without_embedding(gate)
-    ranked = _ranked_chunks(conn, principal, candidates, sources, levels, request, weights)
-    delivery = Delivery(policy)
-    offered = [_as_delivered(c, delivery) for c in ranked]
-    texts: set[bytes] = set()  # the SHA-256 of every text delivered: each is delivered once
-    delivered, used = fit_to_budget(
-        offered, request.token_budget, _tokens, digest_of=_delivered_sha256, delivered=texts
-    )
     if not request.exclude_related and delivered:
-        related = _related_chunks(conn, principal, delivered, sources, levels)
-        extra, extra_used = fit_to_budget(
-            (_as_delivered(c, delivery) for c in related),
-            request.token_budget - used,
-            _tokens,
-            digest_of=_delivered_sha256,
-            delivered=texts,
-        )
+        with step("retrieve.related"):
+            related = _related_chunks(conn, principal, delivered, sources, levels)
+            extra, extra_used = fit_to_budget(
+                (_as_delivered(c, delivery) for c in related),
+                request.token_budget - used,
+                _tokens,
+                digest_of=_delivered_sha256,
+                delivered=texts,
+            )
         delivered, used = delivered + extra, used + extra_used
     answer = RetrieveAnswer(
         request_id=f"req_{uuid.uuid4().hex}",
@@ -493,6 +500,6 @@ def retrieve(
             request, query, spaces, searchable, withheld, offered=offered, delivered=delivered
         ),
     )
-    return replace(
-        answer, event=attribution_event(principal, request, answer, client=client_header)
-    )
+    with step("retrieve.attribution_event"):
+        event = attribution_event(principal, request, answer, client=client_header)
+    return replace(answer, event=event)

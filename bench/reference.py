@@ -142,25 +142,18 @@ def runs_of(doc_ids: Sequence[str], orders: Mapping[str, Sequence[int]]) -> Runs
     )
 
 
-def bm25_orders(index: Bm25, queries: Mapping[str, str], depth: int = 100) -> dict[str, list[int]]:
-    """Each query's documents by BM25, those some term matches, at most ``depth``."""
-    return {q: ordered(index.scores(text), depth, floor=0.0) for q, text in queries.items()}
+def bm25_order(index: Bm25, query: str, depth: int = 100) -> list[int]:
+    """The query's documents by BM25, those some term matches, at most ``depth``."""
+    return ordered(index.scores(query), depth, floor=0.0)
 
 
-def dense_orders(
-    dense: Dense, query_vectors: Mapping[str, Sequence[float]], depth: int = 100
-) -> dict[str, list[int]]:
-    return {q: ordered(dense.scores(v), depth, floor=-np.inf) for q, v in query_vectors.items()}
+def dense_order(dense: Dense, vector: Sequence[float], depth: int = 100) -> list[int]:
+    """The documents by cosine with the query's vector (those with a vector), at most ``depth``."""
+    return ordered(dense.scores(vector), depth, floor=-np.inf)
 
 
-def fusion_orders(
-    index: Bm25,
-    dense: Dense,
-    queries: Mapping[str, str],
-    query_vectors: Mapping[str, Sequence[float]],
-    depth: int = 100,
-) -> dict[str, list[int]]:
-    return {
-        q: fuse(dense.scores(query_vectors[q]), index.scores(text))[0][:depth]
-        for q, text in queries.items()
-    }
+def fusion_order(
+    index: Bm25, dense: Dense, query: str, vector: Sequence[float], depth: int = 100
+) -> list[int]:
+    """The fusion's ranking of the query (:func:`fuse`), at most ``depth``."""
+    return fuse(dense.scores(vector), index.scores(query))[0][:depth]

@@ -51,8 +51,9 @@ def test_bm25_counts_a_query_terms_repeats(bm25):
 
 def test_a_query_no_document_holds_scores_zero_and_ranks_nothing(bm25):
     assert bm25.scores("zebra the").tolist() == [0.0, 0.0, 0.0]
-    assert reference.bm25_orders(bm25, {"q": "zebra"}) == {"q": []}
-    assert reference.bm25_orders(bm25, {"q": "cats"}) == {"q": [1, 0]}
+    assert reference.bm25_order(bm25, "zebra") == []
+    assert reference.bm25_order(bm25, "cats") == [1, 0]
+    assert reference.bm25_order(bm25, "cats", depth=1) == [1]
 
 
 def test_an_empty_document_is_indexed_and_never_matched():
@@ -68,8 +69,8 @@ def test_dense_scores_a_document_by_its_best_chunk_and_skips_those_without_vecto
 
     assert scores[:2] == pytest.approx([1.0, 1 / math.sqrt(2)])
     assert scores[2] == -np.inf
-    assert reference.dense_orders(dense, {"q": [2.0, 0.0]}) == {"q": [0, 1]}
-    assert reference.dense_orders(dense, {"q": [0.0, 1.0]}) == {"q": [1, 0]}
+    assert reference.dense_order(dense, [2.0, 0.0]) == [0, 1]
+    assert reference.dense_order(dense, [0.0, 1.0]) == [1, 0]
 
 
 def test_fusion_is_point7_cosine_plus_point3_bm25_over_its_max():
@@ -91,6 +92,17 @@ def test_fusion_ranks_the_union_of_each_sides_top_by_score_alone_without_tiers()
     assert order == [0, 3, 2, 1]  # documents found by one side alone may rank above it
     narrow, _ = reference.fuse(cosines, bm25, depth=1)
     assert narrow == [0, 1]
+
+
+def test_the_fusion_order_of_a_query_fuses_its_bm25_and_its_cosines(bm25):
+    dense = reference.Dense.of([[[1.0, 0.0]], [[0.6, 0.8]], [[0.0, 1.0]]])
+    text = bm25.scores("cats")  # documents 0 and 1, 1 the higher
+
+    order = reference.fusion_order(bm25, dense, "cats", [0.0, 1.0])
+
+    expected = {0: 0.3 * text[0] / text[1], 1: 0.7 * 0.8 + 0.3, 2: 0.7}
+    assert order == sorted(expected, key=lambda i: -expected[i]) == [1, 2, 0]
+    assert reference.fusion_order(bm25, dense, "cats", [0.0, 1.0], depth=2) == [1, 2]
 
 
 def test_fusion_without_a_matching_term_is_the_cosine_order_and_a_missing_vector_counts_zero():

@@ -1,4 +1,5 @@
-"""Retrieval quality on BEIR-format datasets, through the retrieve use case.
+"""Retrieval quality on BEIR-format datasets, through the retrieve use case, beside offline
+references computed from the same dataset in the same run.
 
 For each dataset (a folder with ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``)
 and embeddings provider it creates an organisation, a project space and a source through the
@@ -13,8 +14,15 @@ the code for ``codebase``), and sends every query of the split through
 - ``minilm``: hybrid with all-MiniLM-L6-v2 served in-process by the embeddings server's MiniLM
   service, or any OpenAI-compatible endpoint given with ``--embeddings-url``.
 
-Full-text rows query the hashing build without an embeddings client (the stored vectors are
-then never read), so a dataset is ingested once per provider.
+Full-text rows query the first build with vectors (hashing, else MiniLM) without an embeddings
+client (the stored vectors are then never read), so a dataset is ingested once per provider.
+
+Offline references (``bench/reference.py``; ``--no-references`` skips them), backend
+``offline``: ``bm25s`` (exhaustive BM25 with query-term repeats over each document's text as
+ingested), and for each embeddings provider ``dense`` (cosine over every document's chunk
+vectors) and ``fusion`` (0.7 cos + 0.3 BM25/max over the union of each side's top 100, no
+tiers); ``dense-hashing`` and ``fusion-hashing`` for the stand-in. Their vectors are the chunk
+texts and queries embedded through the same DLP gate and endpoint, so the cache serves them.
 
 Metrics (pytrec_eval, i.e. trec_eval): nDCG@10 and MRR@10 of the documents the answer delivers,
 in delivery order (a document's rank is that of its first delivered chunk); Recall@100 of the
@@ -22,8 +30,15 @@ ranked candidate list. The API delivers at most ``maxPerLevel`` (50) chunks, so 
 the search step's candidates the same request produced (``Dependencies.cache`` is the injection
 point: a cache that records what the use case stores) and orders them with ``search.hybrid.rank``
 as the use case does (one source, one level weight: the order is the formula's and tiers').
+A reference's nDCG@10 reads its first 10 documents, its Recall@100 its first 100.
 
-    .venv/bin/python bench/quality.py                                  # SciFact + CoSQA
+At the end it prints issue 27's table (``report.criteria_section``: full-text - bm25s, hybrid -
+fusion, hybrid - max(full-text, dense), each met or not within .01) and the model comparison,
+merges the rows into ``bench/results/quality.json``, and (unless ``--quick`` or
+``--no-document``) rewrites BENCHMARKS.md's quality section, its plot and the table's section of
+``docs/decisions.md`` from that file.
+
+    .venv/bin/python bench/quality.py                                  # SciFact, CoSQA, CACM
     .venv/bin/python bench/quality.py --configs full-text --quick 100  # first 100 queries
     .venv/bin/python bench/quality.py --configs minilm --embeddings-url http://127.0.0.1:8089/v1
 

@@ -463,13 +463,14 @@ EMBEDDINGS_RUNTIME = {"minilm": "numpy", "hashing": "hashing"}
 def models_table(
     rows: Sequence[Figures], embeddings: Figures | None = None, backend: str = "exact"
 ) -> str:
-    """The model comparison: each embeddings configuration's hybrid and dense nDCG@10 per
-    dataset, then its costs: the hybrid retrieval's p50, what the model computed in the ingests
-    (texts the harness's cache did not hold), and the embeddings bench's figures for its runtime
-    (``embeddings``: that bench's results, when the report has them)."""
+    """The model comparison: each embeddings configuration's hybrid and dense nDCG@10 per dataset
+    (the models :func:`criteria_table` shows), then its costs: the hybrid retrieval's p50, what
+    the model computed in the ingests (texts the harness's cache did not hold), and the embeddings
+    bench's figures for its runtime (``embeddings``: that bench's results, when the report has
+    them)."""
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     body = []
-    for model in _models(rows, backend):
+    for model in _criteria_models(rows, backend):
         dense_config, _ = reference_configs(model)
         cells = []
         latency = []
@@ -545,9 +546,7 @@ def criteria_section(rows: Sequence[Figures], embeddings: Figures | None = None)
         " (`bench/reference.py`). A difference (of nDCG@10) is met when it is not more than"
         f" {TOLERANCE:.2f} below; above counts as met. Measured: {_when(issue)}."
     )
-    models = models_table(
-        [r for r in rows if r["backend"] in ("exact", REFERENCE_BACKEND)], embeddings
-    )
+    models = models_table(issue, embeddings)
     return "\n\n".join([note, criteria_table(issue), "Models and their costs:", models])
 
 

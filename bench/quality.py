@@ -40,6 +40,7 @@ merges the rows into ``bench/results/quality.json``, and (unless ``--quick`` or
 
     .venv/bin/python bench/quality.py                                  # SciFact, CoSQA, CACM
     .venv/bin/python bench/quality.py --configs full-text --quick 100  # first 100 queries
+    .venv/bin/python bench/quality.py cosqa cacm                       # two of the defaults
     .venv/bin/python bench/quality.py --configs minilm --embeddings-url http://127.0.0.1:8089/v1
 
 The in-process MiniLM keeps every vector it computes in ``~/.cache/context-ledger-eval`` (keyed
@@ -139,7 +140,11 @@ HEADER = (
 
 
 def parse_dataset(raw: str) -> tuple[Path, str]:
-    """``PATH[:KIND]``, kind ``docs`` (default) or ``codebase``."""
+    """``PATH[:KIND]``, kind ``docs`` (default) or ``codebase``; or the name of a default
+    dataset (``scifact``, ``cosqa``, ``cacm``): its folder and kind."""
+    defaults = {Path(d.partition(":")[0]).name: d for d in DEFAULT_DATASETS}
+    if raw in defaults:
+        raw = defaults[raw]
     path, _, kind = raw.partition(":")
     if kind not in ("", "docs", "codebase"):
         raise argparse.ArgumentTypeError(f"kind must be docs or codebase, not {kind!r}")
@@ -710,8 +715,9 @@ def main(argv: list[str] | None = None) -> int:
         nargs="*",
         type=parse_dataset,
         default=[parse_dataset(d) for d in DEFAULT_DATASETS],
-        help="PATH[:docs|codebase] of BEIR-format datasets (default: SciFact docs, CoSQA code,"
-        " CACM docs, in the checkout's sibling folder shared/data)",
+        help="PATH[:docs|codebase] of BEIR-format datasets, or the name of a default one"
+        " (default: scifact docs, cosqa code, cacm docs, in the checkout's sibling folder"
+        " shared/data)",
     )
     parser.add_argument(
         "--configs",

@@ -177,3 +177,12 @@ def test_full_text_rows_query_the_first_build_with_vectors():
     assert [d.rsplit("/", 1)[-1] for d in quality.DEFAULT_DATASETS] == [
         "scifact:docs", "cosqa:codebase", "cacm:docs",
     ]  # fmt: skip
+
+
+def test_a_default_dataset_may_be_named_instead_of_its_path():
+    import quality
+
+    path, kind = quality.parse_dataset("cosqa")
+    assert (path.name, path.parent.name, kind) == ("cosqa", "data", "codebase")
+    assert quality.parse_dataset("cacm")[1] == "docs"
+    assert quality.parse_dataset("some/folder:codebase") == (Path("some/folder"), "codebase")

@@ -61,7 +61,7 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,15 +69,15 @@ from typing import Any, TextIO
 
 from embeddings_cache import CachedEmbeddings
 from quality_results import (
+    CRITERIA_PAGE,
+    CRITERIA_SECTION,
     QUALITY_RESULTS,
-    REFERENCE_BACKEND,
     embeddings_bench,
     load_quality,
     record_quality,
-    reference_configs,
-    update_documents,
 )
-from report import criteria_section
+from reference import REFERENCE_BACKEND, reference_configs
+from report import criteria_section, quality_body, replace_section
 from tqdm import tqdm
 
 REPO = Path(__file__).resolve().parents[1]
@@ -615,6 +615,32 @@ def vector_references(
         dataset, fusion_name, bm25.doc_ids, orders, ms, built, len(dense.owner), extra
     )
     return [dense_row, fusion_row]
+
+
+# --- documents ----------------------------------------------------------------------------------
+
+
+def update_documents(
+    rows: list[dict[str, Any]],
+    embeddings: Mapping[str, Any] | None,
+    *,
+    document: Path = REPO / "BENCHMARKS.md",
+    page: Path = CRITERIA_PAGE,
+    plots: Path = REPO / "docs" / "benchmarks",
+) -> list[Path]:
+    """BENCHMARKS.md's quality section and plot, and the criteria page's table, from ``rows``
+    (all of quality.json): what ``make bench`` writes of them, without rerunning the suite."""
+    from plots import quality_plot  # matplotlib: only when documents are written
+
+    written = [quality_plot(rows, plots / "quality.png")]
+    link = Path(os.path.relpath(plots, document.parent)).as_posix()
+    document.write_text(
+        replace_section(document.read_text(), "quality", quality_body(rows, embeddings, link))
+    )
+    page.write_text(
+        replace_section(page.read_text(), CRITERIA_SECTION, criteria_section(rows, embeddings))
+    )
+    return [*written, document, page]
 
 
 # --- the run ------------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ each configuration. Each row says how it was measured (date, git revision, comma
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,16 +20,6 @@ QUALITY_RESULTS = BENCH / "results" / "quality.json"
 #: the decisions that moved it. docs/retrieval.md, once it exists, is its place.
 CRITERIA_PAGE = REPO / "docs" / "decisions.md"
 CRITERIA_SECTION = "quality-criteria"
-#: The backend of the offline reference rows (bench/reference.py): no service search.
-REFERENCE_BACKEND = "offline"
-
-
-def reference_configs(provider: str) -> tuple[str, str]:
-    """The dense and fusion reference rows of an embeddings configuration: ``dense`` and
-    ``fusion`` for MiniLM (issue 27's), ``dense-<config>`` and ``fusion-<config>`` otherwise."""
-    if provider == "minilm":
-        return "dense", "fusion"
-    return f"dense-{provider}", f"fusion-{provider}"
 
 
 def row_key(row: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -69,27 +58,3 @@ def embeddings_bench(latest: Path = BENCH / "results" / "latest.json") -> dict[s
         return None
     record = json.loads(latest.read_text()).get("benches", {}).get("embeddings", {})
     return record.get("results")
-
-
-def update_documents(
-    rows: list[dict[str, Any]],
-    embeddings: Mapping[str, Any] | None,
-    *,
-    document: Path = REPO / "BENCHMARKS.md",
-    page: Path = CRITERIA_PAGE,
-    plots: Path = REPO / "docs" / "benchmarks",
-) -> list[Path]:
-    """BENCHMARKS.md's quality section and plot, and the criteria page's table, from ``rows``
-    (all of quality.json): what ``make bench`` writes of them, without rerunning the suite."""
-    from plots import quality_plot
-    from report import criteria_section, quality_body, replace_section
-
-    written = [quality_plot(rows, plots / "quality.png")]
-    link = Path(os.path.relpath(plots, document.parent)).as_posix()
-    document.write_text(
-        replace_section(document.read_text(), "quality", quality_body(rows, embeddings, link))
-    )
-    page.write_text(
-        replace_section(page.read_text(), CRITERIA_SECTION, criteria_section(rows, embeddings))
-    )
-    return [*written, document, page]

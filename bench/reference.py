@@ -26,6 +26,16 @@ B = 0.75
 VECTOR_WEIGHT = 0.7
 TEXT_WEIGHT = 0.3
 FUSION_DEPTH = 100  # each side's top documents the fusion ranks
+#: The backend of the reference rows in quality.json: no service search.
+REFERENCE_BACKEND = "offline"
+
+
+def reference_configs(provider: str) -> tuple[str, str]:
+    """The dense and fusion reference rows of an embeddings configuration: ``dense`` and
+    ``fusion`` for MiniLM (issue 27's), ``dense-<config>`` and ``fusion-<config>`` otherwise."""
+    if provider == "minilm":
+        return "dense", "fusion"
+    return f"dense-{provider}", f"fusion-{provider}"
 
 
 def ordered(scores: np.ndarray, depth: int, *, floor: float | None = None) -> list[int]:

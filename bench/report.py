@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from quality_results import REFERENCE_BACKEND, reference_configs
+from reference import REFERENCE_BACKEND, reference_configs
 
 Figures = Mapping[str, Any]
 

@@ -11,7 +11,6 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 if str(BENCH) not in sys.path:
     sys.path.append(str(BENCH))
 
-import quality_results  # noqa: E402
 import report  # noqa: E402
 
 MEASURED = {"date": "2026-12-02T20:00:00Z", "git": "abc1234", "command": "bench/quality.py",
@@ -144,7 +143,9 @@ def test_make_eval_rewrites_the_quality_sections_and_leaves_the_rest(tmp_path):
     page.parent.mkdir()
     page.write_text("# Decisions\n\nhand-written\n")
 
-    written = quality_results.update_documents(
+    import quality
+
+    written = quality.update_documents(
         ROWS, None, document=document, page=page, plots=tmp_path / "docs" / "benchmarks"
     )
 
@@ -159,8 +160,10 @@ def test_make_eval_rewrites_the_quality_sections_and_leaves_the_rest(tmp_path):
 
 
 def test_reference_rows_are_named_for_their_model():
-    assert quality_results.reference_configs("minilm") == ("dense", "fusion")
-    assert quality_results.reference_configs("hashing") == ("dense-hashing", "fusion-hashing")
+    import reference
+
+    assert reference.reference_configs("minilm") == ("dense", "fusion")
+    assert reference.reference_configs("hashing") == ("dense-hashing", "fusion-hashing")
 
 
 def test_full_text_rows_query_the_first_build_with_vectors():

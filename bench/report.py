@@ -359,6 +359,14 @@ def _score(row: Figures | None) -> str:
     return "—" if row is None else f"{row['metrics']['ndcg_cut_10']:.3f}"
 
 
+def _revision(row: Figures | None) -> tuple[str, str] | None:
+    """The date and git revision a row was measured at (None for a recorded figure)."""
+    measured = (row or {}).get("measured") or {}
+    if "git" not in measured:
+        return None
+    return measured.get("date", "?")[:10], measured["git"]
+
+
 def _figures(row: Figures | None) -> str:
     """``nDCG@10 / Recall@100`` of a row, or a dash."""
     if row is None:
@@ -425,17 +433,26 @@ def criteria_table(rows: Sequence[Figures], backend: str = "exact") -> str:
                 fusion = _find(rows, dataset, fusion_config, REFERENCE_BACKEND)
             parts = [_ndcg(text), _ndcg(dense)]
             better = None if None in parts else max(p for p in parts if p is not None)
+            run = _revision(text or bm25)
+
+            def cell(row: Figures | None, run: tuple[str, str] | None = run) -> str:
+                """Figures, with when they were measured if not in the full-text row's run."""
+                figures, revision = _figures(row), _revision(row)
+                if revision is None or run is None or revision == run:
+                    return figures
+                return f"{figures} ({revision[0]}, `{revision[1]}`)"
+
             body.append(
                 [
                     dataset,
                     _queries(of_dataset),
                     "—" if model is None else _model_name(rows, model),
-                    _figures(text),
-                    _figures(bm25),
+                    cell(text),
+                    cell(bm25),
                     difference(_ndcg(text), _ndcg(bm25)),
-                    _figures(dense),
-                    _figures(hybrid),
-                    _figures(fusion),
+                    cell(dense),
+                    cell(hybrid),
+                    cell(fusion),
                     difference(_ndcg(hybrid), _ndcg(fusion)),
                     difference(_ndcg(hybrid), better),
                 ]
@@ -507,6 +524,8 @@ def models_table(
         "model time in the ingests",
         "encode docs/s, cold start, peak RSS (`make bench-embeddings`)",
     )
+    if not body:
+        return "No embeddings configuration measured with its references."
     return table(header, body)
 
 

@@ -115,6 +115,19 @@ def test_the_model_comparison_shows_quality_per_dataset_and_the_costs():
         " | 3,206 texts, 250 s | 12.2 docs/s, 0.36 s, 261 MB |"
     )
     assert "| all from the cache | — |" in report.models_table(ROWS[5:])
+    assert report.models_table(ROWS[:1]) == (
+        "No embeddings configuration measured with its references."
+    )
+
+
+def test_a_figure_from_another_run_than_the_datasets_full_text_says_when_it_was_measured():
+    older = {"date": "2026-11-30T12:00:00Z", "git": "1e2c6cc", "query_limit": None}
+    rows = [ROWS[5], ROWS[7], dict(row("scifact", "minilm", "exact", 0.736), measured=older)]
+
+    (scifact,) = lines_of(report.criteria_table(rows), "| scifact |")
+
+    assert "| 0.736 / 0.800 (2026-11-30, `1e2c6cc`) |" in scifact
+    assert "| 0.700 / 0.800 | 0.686 / 0.800 |" in scifact
 
 
 def test_the_section_says_how_its_rows_were_measured_and_leaves_other_backends_out():

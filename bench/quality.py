@@ -36,7 +36,7 @@ At the end it prints issue 27's table (``report.criteria_section``: full-text - 
 fusion, hybrid - max(full-text, dense), each met or not within .01) and the model comparison,
 merges the rows into ``bench/results/quality.json``, and (unless ``--quick`` or
 ``--no-document``) rewrites BENCHMARKS.md's quality section, its plot and the table's section of
-``docs/decisions.md`` from that file.
+``docs/retrieval.md`` from that file.
 
     .venv/bin/python bench/quality.py                                  # SciFact, CoSQA, CACM
     .venv/bin/python bench/quality.py --configs full-text --quick 100  # first 100 queries

@@ -16,9 +16,9 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 QUALITY_RESULTS = BENCH / "results" / "quality.json"
-#: The page that shows issue 27's table (between its generated:quality-criteria markers) beside
-#: the decisions that moved it. docs/retrieval.md, once it exists, is its place.
-CRITERIA_PAGE = REPO / "docs" / "decisions.md"
+#: The page that shows issue 27's table (between its generated:quality-criteria markers), in its
+#: Quality section.
+CRITERIA_PAGE = REPO / "docs" / "retrieval.md"
 CRITERIA_SECTION = "quality-criteria"
 
 

@@ -152,9 +152,9 @@ def test_make_eval_rewrites_the_quality_sections_and_leaves_the_rest(tmp_path):
         "# B\n\n<!-- generated:retrieve -->\nkept\n<!-- /generated:retrieve -->\n\n"
         "<!-- generated:quality -->\nstale figures\n<!-- /generated:quality -->\n"
     )
-    page = tmp_path / "docs" / "decisions.md"
+    page = tmp_path / "docs" / "retrieval.md"
     page.parent.mkdir()
-    page.write_text("# Decisions\n\nhand-written\n")
+    page.write_text("# Retrieval\n\nhand-written\n")
 
     import quality
 
@@ -162,13 +162,13 @@ def test_make_eval_rewrites_the_quality_sections_and_leaves_the_rest(tmp_path):
         ROWS, None, document=document, page=page, plots=tmp_path / "docs" / "benchmarks"
     )
 
-    assert [path.name for path in written] == ["quality.png", "BENCHMARKS.md", "decisions.md"]
+    assert [path.name for path in written] == ["quality.png", "BENCHMARKS.md", "retrieval.md"]
     text = document.read_text()
     assert "kept" in text
     assert "stale figures" not in text
     assert "![nDCG@10 per configuration and dataset](docs/benchmarks/quality.png)" in text
     updated = page.read_text()
-    assert updated.startswith("# Decisions\n\nhand-written\n\n<!-- generated:quality-criteria -->")
+    assert updated.startswith("# Retrieval\n\nhand-written\n\n<!-- generated:quality-criteria -->")
     assert "| cacm | 52 (14.5 words) |" in updated
 
 

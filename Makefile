@@ -56,7 +56,10 @@ fuzz: install  ## schemathesis on every operation, FUZZ_EXAMPLES cases each (mak
 lint-sam: $(SAM_VENV)/bin/sam  ## SAM's own validation (installs aws-sam-cli into .venv-sam once)
 	$(SAM_VENV)/bin/sam validate --lint
 
-eval: install  ## retrieval quality on SciFact and CoSQA (ARGS="--configs full-text,hashing,minilm --quick 100")
+# The first MiniLM ingest of a set embeds its corpus with the numpy model (on a shared 2-core
+# machine tens of minutes per set: SciFact the longest); every vector is kept in
+# ~/.cache/context-ledger-eval, so a rerun takes minutes.
+eval: install  ## retrieval quality through the API on SciFact, CoSQA and CACM: full-text and hybrid MiniLM beside offline bm25s, dense and fusion, in one table (first MiniLM run slow, then cached; ARGS="--configs full-text --quick 50")
 	$(BIN)/pip install --quiet -e '.[eval]'
 	$(BIN)/python bench/quality.py $(ARGS)
 

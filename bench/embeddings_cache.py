@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+import time
 from array import array
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,8 @@ class CachedEmbeddings:
 
     Only the harness uses it, in front of the in-process MiniLM service (``--embeddings-cache``);
     vectors are stored as float32, which is what the model computes. ``prompt_tokens`` counts
-    the tokens the model read, so the texts served from the file count none.
+    the tokens the model read, so the texts served from the file count none. ``model_seconds``
+    is the time the model took over the ``misses`` (what a run without the file would pay).
     """
 
     def __init__(self, service: Any, model: str, folder: Path) -> None:
@@ -30,6 +32,7 @@ class CachedEmbeddings:
         self.model = model
         self.hits = 0
         self.misses = 0
+        self.model_seconds = 0.0
         self._lock = threading.Lock()  # the server answers requests on several threads
         self._db = sqlite3.connect(folder / "embeddings.sqlite3", check_same_thread=False)
         self._db.execute(
@@ -54,7 +57,9 @@ class CachedEmbeddings:
         tokens = 0
         if missing:
             text_of = dict(zip(keys, texts, strict=True))
+            started = time.perf_counter()
             computed = self.service.embed([text_of[k] for k in missing], dimensions)
+            took = time.perf_counter() - started
             tokens = computed.prompt_tokens
             rows = [
                 (key, array("f", vector).tobytes())
@@ -67,5 +72,7 @@ class CachedEmbeddings:
         with self._lock:
             self.hits += len(keys) - len(missing)
             self.misses += len(missing)
+            if missing:
+                self.model_seconds += took
         vectors = [array("f", stored[key]).tolist() for key in keys]
         return Embedded(vectors, tokens)

@@ -121,7 +121,7 @@ def quality_plot(rows: Sequence[Figures], path: Path) -> Path:
 
     configs = list(dict.fromkeys(label(row) for row in rows))
     width = 0.8 / len(configs)
-    figure = Figure(figsize=(max(6, 2.2 * len(datasets) * len(configs) / 2), 4.2),
+    figure = Figure(figsize=(min(14, max(6, 2.2 * len(datasets) * len(configs) / 2)), 4.2),
                     layout="constrained")  # fmt: skip
     ax = figure.subplots()
     for index, config in enumerate(configs):
@@ -130,11 +130,11 @@ def quality_plot(rows: Sequence[Figures], path: Path) -> Path:
         positions = [d + (index - (len(configs) - 1) / 2) * width for d in range(len(datasets))]
         heights = [values.get(dataset, 0.0) for dataset in datasets]
         bars = ax.bar(positions, heights, width, label=config)
-        ax.bar_label(bars, labels=[f"{h:.3f}" if h else "" for h in heights], fontsize="small")
+        ax.bar_label(bars, labels=[f"{h:.2f}" if h else "" for h in heights], fontsize="x-small")
     ax.set_xticks(range(len(datasets)), datasets)
     ax.set_ylabel("nDCG@10")
     ax.set_ylim(0, 1)
-    ax.set_title("retrieval quality through the retrieve use case")
+    ax.set_title("retrieval quality through the retrieve use case, beside offline references")
     ax.legend(fontsize="small")
     ax.grid(axis="y", alpha=0.3)
     return _save(figure, path)

@@ -13,7 +13,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-QUALITY_RESULTS = Path(__file__).resolve().parent / "results" / "quality.json"
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+QUALITY_RESULTS = BENCH / "results" / "quality.json"
+#: The page that shows issue 27's table (between its generated:quality-criteria markers), in its
+#: Quality section.
+CRITERIA_PAGE = REPO / "docs" / "retrieval.md"
+CRITERIA_SECTION = "quality-criteria"
 
 
 def row_key(row: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -44,3 +50,11 @@ def record_quality(
     path.parent.mkdir(parents=True, exist_ok=True)
     document = {"rows": merge_rows(load_quality(path), stamped)}
     path.write_text(json.dumps(document, indent=2) + "\n")
+
+
+def embeddings_bench(latest: Path = BENCH / "results" / "latest.json") -> dict[str, Any] | None:
+    """The embeddings bench's results in the suite's latest run (the models' costs), if any."""
+    if not latest.exists():
+        return None
+    record = json.loads(latest.read_text()).get("benches", {}).get("embeddings", {})
+    return record.get("results")

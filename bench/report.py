@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from reference import REFERENCE_BACKEND, reference_configs
+
 Figures = Mapping[str, Any]
 
 
@@ -331,7 +333,243 @@ def quality_targets(rows: Sequence[Figures]) -> str:
     return table(("target (nDCG@10)", "measured", "met"), body)
 
 
-def quality_section(rows: Sequence[Figures]) -> str:
+#: Issue 27's criteria read differences of nDCG@10: none may fall below -TOLERANCE.
+TOLERANCE = 0.01
+#: The configurations that embed (a model each); full-text rows are the text side of all of them.
+FULL_TEXT = "full-text"
+
+
+def _find(rows: Sequence[Figures], dataset: str, config: str, backend: str) -> Figures | None:
+    return next(
+        (
+            r
+            for r in rows
+            if (r["dataset"], r["config"], r["backend"]) == (dataset, config, backend)
+        ),
+        None,
+    )
+
+
+def _ndcg(row: Figures | None) -> float | None:
+    return None if row is None else round(row["metrics"]["ndcg_cut_10"], 3)
+
+
+def _score(row: Figures | None) -> str:
+    """nDCG@10 of a row, or a dash."""
+    return "—" if row is None else f"{row['metrics']['ndcg_cut_10']:.3f}"
+
+
+def _revision(row: Figures | None) -> tuple[str, str] | None:
+    """The date and git revision a row was measured at (None for a recorded figure)."""
+    measured = (row or {}).get("measured") or {}
+    if "git" not in measured:
+        return None
+    return measured.get("date", "?")[:10], measured["git"]
+
+
+def _figures(row: Figures | None) -> str:
+    """``nDCG@10 / Recall@100`` of a row, or a dash."""
+    if row is None:
+        return "—"
+    metrics = row["metrics"]
+    return f"{metrics['ndcg_cut_10']:.3f} / {metrics['recall_100']:.3f}"
+
+
+def difference(value: float | None, baseline: float | None) -> str:
+    """``value - baseline`` (nDCG@10 rounded as shown) and whether it meets the criterion: not
+    more than TOLERANCE below (above is met: the API may beat its reference)."""
+    if value is None or baseline is None:
+        return "— not measured"
+    delta = round(value - baseline, 3)
+    met = delta >= -TOLERANCE - 1e-9
+    return f"{delta:+.3f} {'met' if met else '**not met**'}"
+
+
+def _models(rows: Sequence[Figures], backend: str) -> list[str]:
+    """The embeddings configurations measured through the API, in the order rows hold them."""
+    found = (r["config"] for r in rows if r["backend"] == backend and r["config"] != FULL_TEXT)
+    return list(dict.fromkeys(found))
+
+
+def _criteria_models(rows: Sequence[Figures], backend: str) -> list[str]:
+    """The models issue 27's table shows: those with offline dense rows (all, when none has)."""
+    models = _models(rows, backend)
+    referenced = {r["config"] for r in rows if r["backend"] == REFERENCE_BACKEND}
+    return [m for m in models if reference_configs(m)[0] in referenced] or models
+
+
+def _model_name(rows: Sequence[Figures], config: str) -> str:
+    for row in rows:
+        if row["config"] == config and row.get("extra", {}).get("model"):
+            return f"{row['extra']['model']} (`{config}`)"
+    return f"`{config}`"
+
+
+def _queries(rows: Sequence[Figures]) -> str:
+    row = rows[0]
+    words = row.get("extra", {}).get("query_words")
+    return f"{row['queries']}" + (f" ({words:g} words)" if words is not None else "")
+
+
+def criteria_table(rows: Sequence[Figures], backend: str = "exact") -> str:
+    """Issue 27's table: per dataset and model, nDCG@10 / Recall@100 of the API's full-text and
+    hybrid (``backend`` rows) beside the offline references of the same run, and the
+    differences of nDCG@10 its criteria read, each marked met (not more than .01 below) or not."""
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    models = _criteria_models(rows, backend)
+    body = []
+    for dataset in datasets:
+        of_dataset = [r for r in rows if r["dataset"] == dataset]
+        text = _find(rows, dataset, FULL_TEXT, backend)
+        bm25 = _find(rows, dataset, "bm25s", REFERENCE_BACKEND)
+        measured = [m for m in models if _find(rows, dataset, m, backend)] or [None]
+        for model in measured:
+            if model is None:
+                hybrid = dense = fusion = None
+            else:
+                hybrid = _find(rows, dataset, model, backend)
+                dense_config, fusion_config = reference_configs(model)
+                dense = _find(rows, dataset, dense_config, REFERENCE_BACKEND)
+                fusion = _find(rows, dataset, fusion_config, REFERENCE_BACKEND)
+            parts = [_ndcg(text), _ndcg(dense)]
+            better = None if None in parts else max(p for p in parts if p is not None)
+            run = _revision(text or bm25)
+
+            def cell(row: Figures | None, run: tuple[str, str] | None = run) -> str:
+                """Figures, with when they were measured if not in the full-text row's run."""
+                figures, revision = _figures(row), _revision(row)
+                if revision is None or run is None or revision == run:
+                    return figures
+                return f"{figures} ({revision[0]}, `{revision[1]}`)"
+
+            body.append(
+                [
+                    dataset,
+                    _queries(of_dataset),
+                    "—" if model is None else _model_name(rows, model),
+                    cell(text),
+                    cell(bm25),
+                    difference(_ndcg(text), _ndcg(bm25)),
+                    cell(dense),
+                    cell(hybrid),
+                    cell(fusion),
+                    difference(_ndcg(hybrid), _ndcg(fusion)),
+                    difference(_ndcg(hybrid), better),
+                ]
+            )
+    header = (
+        "dataset",
+        "queries (median words)",
+        "model",
+        "full-text (API)",
+        "bm25s",
+        "full-text - bm25s",
+        "dense",
+        "hybrid (API)",
+        "fusion",
+        "hybrid - fusion",
+        "hybrid - max(full-text, dense)",
+    )
+    return table(header, body)
+
+
+#: The embeddings bench's runtime of each configuration's model (``make bench-embeddings``).
+EMBEDDINGS_RUNTIME = {"minilm": "numpy", "hashing": "hashing"}
+
+
+def models_table(
+    rows: Sequence[Figures], embeddings: Figures | None = None, backend: str = "exact"
+) -> str:
+    """The model comparison: each embeddings configuration's hybrid and dense nDCG@10 per dataset
+    (the models :func:`criteria_table` shows), then its costs: the hybrid retrieval's p50, what
+    the model computed in the ingests (texts the harness's cache did not hold), and the embeddings
+    bench's figures for its runtime (``embeddings``: that bench's results, when the report has
+    them)."""
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    body = []
+    for model in _criteria_models(rows, backend):
+        dense_config, _ = reference_configs(model)
+        cells = []
+        latency = []
+        embedded, model_seconds = 0, 0.0
+        dims = "—"
+        for dataset in datasets:
+            hybrid = _find(rows, dataset, model, backend)
+            dense = _find(rows, dataset, dense_config, REFERENCE_BACKEND)
+            cells.append(" / ".join(_score(row) for row in (hybrid, dense)))
+            if hybrid is not None:
+                if "query_ms_p50" in hybrid:
+                    latency.append(f"{hybrid['query_ms_p50']:.0f}")
+                extra = hybrid.get("extra", {})
+                embedded += extra.get("ingest_embedded", 0)
+                model_seconds += extra.get("ingest_model_seconds", 0.0)
+            if dense is not None:
+                dims = str(dense.get("extra", {}).get("dimensions", "—"))
+        ingest = f"{embedded:,} texts, {model_seconds:,.0f} s" if embedded else "all from the cache"
+        runtime = (embeddings or {}).get("rows", {}).get(EMBEDDINGS_RUNTIME.get(model, ""))
+        bench = (
+            f"{runtime['docs_per_s']:,.1f} docs/s, {runtime['cold_start_s']:.2f} s,"
+            f" {runtime['peak_rss_mb']:,.0f} MB"
+            if runtime
+            else "—"
+        )
+        body.append(
+            [_model_name(rows, model), dims, *cells, " / ".join(latency) or "—", ingest, bench]
+        )
+    header = (
+        "model",
+        "dims",
+        *(f"{d}: hybrid / dense nDCG@10" for d in datasets),
+        "hybrid retrieve p50 ms (" + ", ".join(datasets) + ")",
+        "model time in the ingests",
+        "encode docs/s, cold start, peak RSS (`make bench-embeddings`)",
+    )
+    if not body:
+        return "No embeddings configuration measured with its references."
+    return table(header, body)
+
+
+def _when(rows: Sequence[Figures]) -> str:
+    """When, at which revision and by which command the table's rows were measured."""
+    seen = dict.fromkeys(
+        (
+            r.get("measured", {}).get("date", "?")[:10],
+            r.get("measured", {}).get("git", "?"),
+            r.get("measured", {}).get("command", "?"),
+            r.get("measured", {}).get("query_limit"),
+        )
+        for r in rows
+        if "source" not in r.get("measured", {})
+    )
+    runs = [
+        f"{date}, `{git}`: `{command}`" + (f" (first {limit} queries)" if limit else "")
+        for date, git, command, limit in seen
+    ]
+    return "; ".join(runs) or "—"
+
+
+def criteria_section(rows: Sequence[Figures], embeddings: Figures | None = None) -> str:
+    """Issue 27's table and the model comparison, with how their rows were measured."""
+    shown = {FULL_TEXT, *_criteria_models(rows, "exact")}
+    issue = [
+        r
+        for r in rows
+        if r["backend"] == REFERENCE_BACKEND or r["config"] in shown
+        if r["backend"] in ("exact", REFERENCE_BACKEND)
+    ]
+    if not issue:
+        return "Not measured yet (`make eval`)."
+    note = (
+        "nDCG@10 / Recall@100; full-text and hybrid through the retrieve use case (exact"
+        " backend), `bm25s`, `dense` and `fusion` offline from the same dataset in the same run"
+        " (`bench/reference.py`). A difference (of nDCG@10) is met when it is not more than"
+        f" {TOLERANCE:.2f} below; above counts as met. Measured: {_when(issue)}."
+    )
+    models = models_table(issue, embeddings)
+    return "\n\n".join([note, criteria_table(issue), "Models and their costs:", models])
+
+
+def quality_section(rows: Sequence[Figures], embeddings: Figures | None = None) -> str:
     body = []
     for row in rows:
         measured = row.get("measured", {})
@@ -365,7 +603,14 @@ def quality_section(rows: Sequence[Figures]) -> str:
         "MRR@10",
         "measured",
     )
-    return table(header, body) + "\n\n" + quality_targets(rows)
+    return "\n\n".join(
+        [
+            criteria_section(rows, embeddings),
+            "Every row:",
+            table(header, body),
+            quality_targets(rows),
+        ]
+    )
 
 
 BENCH_SECTIONS: dict[str, tuple[str, Callable[[Figures], str]]] = {
@@ -405,6 +650,11 @@ PLOTS = {
 }
 
 
+def quality_body(rows: Sequence[Figures], embeddings: Figures | None, plots: str) -> str:
+    """The quality section with its plot (``plots``: the folder, relative to the page)."""
+    return quality_section(rows, embeddings) + f"\n\n![{PLOTS['quality']}]({plots}/quality.png)"
+
+
 def sections(latest: Figures, quality: Sequence[Figures], plots: str) -> dict[str, str]:
     """Section name → Markdown body, for the benchmarks this run holds (and quality if any);
     a section with figures shows its plot, from the folder ``plots`` (relative to the page)."""
@@ -412,9 +662,10 @@ def sections(latest: Figures, quality: Sequence[Figures], plots: str) -> dict[st
     for name, record in latest["benches"].items():
         bodies[name] = bench_body(name, record)
     if quality:
-        bodies["quality"] = quality_section(quality)
+        embeddings = latest["benches"].get("embeddings", {}).get("results")
+        bodies["quality"] = quality_body(quality, embeddings, plots)
     for name, alt in PLOTS.items():
-        has_figures = name == "quality" or "results" in latest["benches"].get(name, {})
+        has_figures = "results" in latest["benches"].get(name, {})
         if name in bodies and has_figures:
             bodies[name] += f"\n\n![{alt}]({plots}/{name}.png)"
     return bodies

@@ -262,8 +262,8 @@ def publish(latest: Mapping[str, Any], *, document: bool, say: Callable[[str], N
     """The report, and unless ``document`` is false the plots and BENCHMARKS.md, from
     ``latest`` and ``bench/results/quality.json``."""
     from plots import render_plots
-    from quality_results import load_quality
-    from report import render_report, update_document
+    from quality_results import CRITERIA_PAGE, CRITERIA_SECTION, load_quality
+    from report import criteria_section, render_report, replace_section, update_document
 
     quality = load_quality()
     REPORT.write_text(render_report(latest, quality, relative(PLOTS, REPORT.parent)))
@@ -274,6 +274,13 @@ def publish(latest: Mapping[str, Any], *, document: bool, say: Callable[[str], N
         plots = relative(PLOTS, DOCUMENT.parent)
         DOCUMENT.write_text(update_document(DOCUMENT.read_text(), latest, quality, plots))
         say(f"updated {DOCUMENT.relative_to(REPO)}")
+        if quality:  # issue 27's table, where the decisions that moved it are
+            embeddings = latest["benches"].get("embeddings", {}).get("results")
+            table = criteria_section(quality, embeddings)
+            CRITERIA_PAGE.write_text(
+                replace_section(CRITERIA_PAGE.read_text(), CRITERIA_SECTION, table)
+            )
+            say(f"updated {CRITERIA_PAGE.relative_to(REPO)}")
 
 
 def main(argv: list[str] | None = None) -> int:

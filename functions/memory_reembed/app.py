@@ -6,11 +6,13 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from context_ledger.memory.reembed_job import handle
 from context_ledger.settings import get_settings
+from context_ledger.tracing import trace_handler
 
 logger = Logger()
 get_settings()  # invalid configuration fails the cold start, naming the variable
 
 
 @logger.inject_lambda_context
+@trace_handler
 def handler(event: dict, context: LambdaContext) -> dict:
     return handle(event, context)

@@ -48,6 +48,7 @@ SAMPLES = {
     "EmbeddingsFunction": "embeddings-create.json",
     "McpFunction": "mcp-get.json",
     "MemoryFunction": "memory_list.json",
+    "MemoryReembedFunction": "memory-reembed-sweep.json",
     "MigrateFunction": "migrate-bootstrap.json",
     "ModelGatewayFunction": "models-logs.json",
     "ObservabilityFunction": "observability-chain-verify.json",

@@ -378,6 +378,8 @@ _REEMBED_BAR = (
 #: Calls in a row that re-embed nothing while memories remain (another worker holds them) before
 #: the command leaves them to it.
 _REEMBED_IDLE_CALLS = 10
+#: One step embeds a batch with the service's model: on a loaded CPU, more than a read takes.
+_REEMBED_TIMEOUT_SECONDS = 60.0
 
 
 def _cmd_memories_reembed(args: argparse.Namespace) -> int:
@@ -385,70 +387,41 @@ def _cmd_memories_reembed(args: argparse.Namespace) -> int:
     configured model, its DLP gate), a bounded share per call until none remains."""
     import time
 
-    import httpx
     from tqdm import tqdm
 
-    token = args.token or get_settings().cli_token
-    if not token:
-        print("context-ledger: give --token or set CONTEXT_LEDGER_TOKEN", file=sys.stderr)
-        return 2
-    body: dict[str, Any] = {"limit": args.batch}
-    if args.project:
-        body["projectId"] = args.project
     started = time.monotonic()
     done = idle = 0
-    answer: dict[str, Any] = {}
     with (
-        httpx.Client(
-            base_url=_service_url(args)[0],
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=60,
-        ) as http,
+        _api_client(args, timeout=_REEMBED_TIMEOUT_SECONDS) as client,
         tqdm(unit="memories", desc="re-embedding", file=sys.stderr, bar_format=_REEMBED_BAR) as bar,
     ):
         while True:
-            try:
-                response = http.post("/api/v1/context/memories/reembed", json=body)
-            except httpx.TransportError as exc:
-                return _unreachable(args, type(exc).__name__)
-            if response.status_code != 200:
-                print(f"context-ledger: {_error_message(response)}", file=sys.stderr)
-                return 1
-            answer = response.json()
-            done += answer["reembedded"]
-            remaining = answer["remaining"]
+            answer = client.reembed_memories(project=args.project, limit=args.batch)
+            done += answer.reembedded
+            remaining = answer.remaining
             if bar.total is None or bar.n + remaining > bar.total:
                 bar.total = (bar.n if bar.total is not None else done) + remaining
             bar.update(max(bar.total - remaining - bar.n, 0))
-            bar.set_postfix_str(f"{answer['model']}", refresh=True)
+            bar.set_postfix_str(answer.model, refresh=True)
             if not remaining:
                 break
-            idle = 0 if answer["reembedded"] else idle + 1
+            idle = 0 if answer.reembedded else idle + 1
             if idle >= _REEMBED_IDLE_CALLS:
                 break
             if idle:
                 time.sleep(1.0)  # another worker holds the rest: let it finish its batch
     seconds = time.monotonic() - started
     rate = f" ({done / seconds:.1f} memories/s)" if done and seconds > 0 else ""
-    line = f"re-embedded {done:,} memories with {answer['model']} in {seconds:.1f} s{rate}"
-    if answer["remaining"]:
-        line += f"; {answer['remaining']:,} remain, held by another worker (the background job)"
-    if answer["withheld"]:
+    line = f"re-embedded {done:,} memories with {answer.model} in {seconds:.1f} s{rate}"
+    if answer.remaining:
+        line += f"; {answer.remaining:,} remain, held by another worker (the background job)"
+    if answer.withheld:
         line += (
-            f"; {answer['withheld']:,} withheld: the DLP policy keeps their content from the "
+            f"; {answer.withheld:,} withheld: the DLP policy keeps their content from the "
             "embeddings endpoint"
         )
     print(line)
     return 0
-
-
-def _error_message(response: Any) -> str:
-    """The service's error body's message, or the status."""
-    try:
-        error = response.json()["error"]
-        return f"{response.status_code} {error['code']}: {error['message']}"
-    except (ValueError, KeyError, TypeError):
-        return f"the service answered {response.status_code}"
 
 
 def _cmd_embeddings_server(args: argparse.Namespace) -> int:
@@ -510,7 +483,7 @@ def _service_url(args: argparse.Namespace) -> tuple[str, str]:
     return service_url(args.url, settings.cli_url, settings.home)
 
 
-def _api_client(args: argparse.Namespace) -> ContextLedger:
+def _api_client(args: argparse.Namespace, *, timeout: float | None = None) -> ContextLedger:
     """The client package's client at the resolved URL with the CLI's credential, named
     ``context-ledger-cli/<version>`` in each retrieval's evidence record."""
     from context_ledger_client import ContextLedger
@@ -519,7 +492,8 @@ def _api_client(args: argparse.Namespace) -> ContextLedger:
     if not token:
         raise _UsageError("give --token or set CONTEXT_LEDGER_TOKEN")
     client_name = f"context-ledger-cli/{version('context-ledger')}"
-    return ContextLedger(_service_url(args)[0], token, client_name=client_name)
+    options = {} if timeout is None else {"timeout": timeout}
+    return ContextLedger(_service_url(args)[0], token, client_name=client_name, **options)
 
 
 class _UsageError(Exception):
@@ -711,7 +685,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch", type=int, default=64, help="memories per request to the service (1-1000)"
     )
     _client_options(reembed)
-    reembed.set_defaults(run=_cmd_memories_reembed)
+    reembed.set_defaults(run=_client_command(_cmd_memories_reembed))
 
     embeddings = commands.add_parser(
         "embeddings-server", help="serve OpenAI-compatible embeddings on 127.0.0.1"

@@ -10,8 +10,8 @@ import string
 from search_support import publish_source
 
 from context_ledger.db import connection
-from context_ledger.search.vectors import store_embeddings
 from context_ledger.sources.model import Document
+from context_ledger.sources.store import store_embeddings
 from context_ledger.spaces.service import create_organisation
 
 _STORAGE = """

@@ -20,9 +20,9 @@ from context_ledger.search.vectors import (
     PgvectorUnavailableError,
     ensure_vector_index,
     pgvector_available,
-    store_embeddings,
     vector_search_sql,
 )
+from context_ledger.sources.store import store_embeddings
 from context_ledger.spaces.levels import Level
 
 # One organisation, space, source and index version, then ``count`` chunks without embeddings.

@@ -190,15 +190,8 @@ def memories(found: RelevantMemories) -> tuple[str, SearchMemoriesOutput]:
     count = f"{len(ranked)} memor{'ies' if len(ranked) != 1 else 'y'}"
     lines = [f'{count} of project {found.project_id} for "{found.query}", best first']
     for index, memory in enumerate(ranked, 1):
-        agent = f" | agent {memory.agent_key}" if memory.agent_key else ""
-        lines += [
-            "",
-            f"[{index}] {memory.type} | score {memory.score:.3f} | importance "
-            f"{memory.importance:g}{agent} | id {memory.id}",
-            memory.content,
-        ]
-        if memory.metadata:
-            lines.append(f"metadata: {json.dumps(dict(memory.metadata), ensure_ascii=False)}")
+        heading = f"[{index}] {memory.type} | score {memory.score:.3f} | importance"
+        lines += ["", *_memory_lines(memory, heading, with_id=True)]
     output = SearchMemoriesOutput(
         project_id=found.project_id,
         query=found.query,
@@ -212,21 +205,27 @@ def memories(found: RelevantMemories) -> tuple[str, SearchMemoriesOutput]:
 
 def one_memory(memory: Memory) -> tuple[str, SearchMemoriesOutput]:
     """A memory read by its id: the same shape as a search's answer, without a score."""
-    agent = f" | agent {memory.agent_key}" if memory.agent_key else ""
     lines = [
         f"Memory {memory.id} of project {memory.project_id}",
         "",
-        f"{memory.type} | importance {memory.importance:g}{agent}",
-        memory.content,
+        *_memory_lines(memory, f"{memory.type} | importance", with_id=False),
     ]
-    if memory.metadata:
-        lines.append(f"metadata: {json.dumps(dict(memory.metadata), ensure_ascii=False)}")
     output = SearchMemoriesOutput(
         project_id=memory.project_id,
         query="",
         memories=[_found(memory, score=None, similarity=None, justification=None)],
     )
     return "\n".join(lines), output
+
+
+def _memory_lines(memory: Memory, heading: str, *, with_id: bool) -> list[str]:
+    """``heading importance | agent | id``, the content, and the metadata when there is any."""
+    agent = f" | agent {memory.agent_key}" if memory.agent_key else ""
+    memory_id = f" | id {memory.id}" if with_id else ""
+    lines = [f"{heading} {memory.importance:g}{agent}{memory_id}", memory.content]
+    if memory.metadata:
+        lines.append(f"metadata: {json.dumps(dict(memory.metadata), ensure_ascii=False)}")
+    return lines
 
 
 def _found(

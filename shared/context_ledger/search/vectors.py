@@ -1,5 +1,5 @@
-"""Vector storage at run time: pgvector detection, per-dimension and level HNSW indexes, bulk
-writes.
+"""Vector storage at run time: pgvector detection and the per-dimension and level HNSW indexes
+(the vectors themselves are written by their table's owner: ``sources.store.store_embeddings``).
 
 ``chunks.embedding`` (real[]) is the stored vector for both backends; ``embedding_dims`` and, with
 pgvector, ``embedding_vector`` are generated from it (migration 0002). An HNSW index needs a fixed
@@ -28,8 +28,6 @@ computed from the full-precision vector, so scores are the same as the exact bac
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import psycopg
@@ -62,15 +60,6 @@ _CREATE_INDEX = sql.SQL(
     " USING hnsw ((embedding_vector::halfvec({dims})) halfvec_cosine_ops)"
     " WHERE embedding_dims = {dims} AND space_level = {level}"
 )
-
-_CREATE_LOAD_TABLE = "CREATE TEMP TABLE embedding_load (id uuid NOT NULL, embedding real[])"
-_COPY_LOAD = "COPY embedding_load (id, embedding) FROM STDIN (FORMAT BINARY)"
-_UPDATE_FROM_LOAD = """
-UPDATE chunks SET embedding = load.embedding, embedding_model = %(model)s
-FROM embedding_load AS load
-WHERE chunks.id = load.id
-"""
-_DROP_LOAD_TABLE = "DROP TABLE embedding_load"
 
 
 class PgvectorUnavailableError(ServiceUnavailableError):
@@ -170,24 +159,3 @@ def vector_search_sql(dimensions: int, level: Level, *, table: str = "chunks") -
             "1 - nullif({column}::vector({dims}) <=> %(query_vector)s::vector({dims}), 'NaN')"
         ).format(column=column, dims=dims),
     )
-
-
-def store_embeddings(
-    conn: psycopg.Connection, rows: Sequence[tuple[uuid.UUID, list[float]]], model: str
-) -> int:
-    """Set the embedding (and model) of existing chunks, one row per chunk; return rows updated.
-
-    One binary COPY into a temporary table and one UPDATE, whatever the number of rows. The
-    generated columns (dimension, pgvector's vector) follow in the same statement.
-    """
-    if not rows:
-        return 0
-    with conn.transaction():
-        conn.execute(_CREATE_LOAD_TABLE)
-        with conn.cursor() as cursor, cursor.copy(_COPY_LOAD) as copy:
-            copy.set_types(["uuid", "float4[]"])
-            for chunk_id, vector in rows:
-                copy.write_row((chunk_id, vector))
-        updated = conn.execute(_UPDATE_FROM_LOAD, {"model": model}).rowcount
-        conn.execute(_DROP_LOAD_TABLE)
-    return updated

@@ -34,6 +34,7 @@ import psycopg
 
 from context_ledger.dlp.classification import Classification
 from context_ledger.dlp.gate import EmbeddingGate, Refusal
+from context_ledger.sources.store import store_embeddings
 
 DEFAULT_BATCH_SIZE = 64
 
@@ -81,18 +82,6 @@ UPDATE chunks c SET embedding = NULL, embedding_model = NULL
 WHERE c.source_id = %(source_id)s AND c.index_version = %(version)s
   AND c.embedding IS NOT NULL AND {_STALE}
 """
-
-#: A batch's vectors: one binary COPY into a temporary table, one UPDATE (the generated
-#: dimension and pgvector columns follow). As ``search.vectors.store_embeddings`` does, written
-#: here because search reads sources and not the other way round (tests/unit/test_import_layers).
-_CREATE_LOAD_TABLE = "CREATE TEMP TABLE reembed_load (id uuid NOT NULL, embedding real[])"
-_COPY_LOAD = "COPY reembed_load (id, embedding) FROM STDIN (FORMAT BINARY)"
-_UPDATE_FROM_LOAD = """
-UPDATE chunks SET embedding = load.embedding, embedding_model = %(model)s
-FROM reembed_load AS load
-WHERE chunks.id = load.id
-"""
-_DROP_LOAD_TABLE = "DROP TABLE reembed_load"
 
 #: The version's ``embedded_count`` (the sources API reports it), moved by what a batch changed.
 _ADD_EMBEDDED = """
@@ -210,7 +199,7 @@ def reembed_source(
         vectors, copied = _vectors(conn, source, gate, batch, params)
         rows = [(row["id"], vector) for row, vector in zip(batch, vectors, strict=True)]
         with conn.transaction():
-            _store(conn, rows, model)
+            store_embeddings(conn, rows, model)
             added = sum(row["unembedded"] for row in batch)
             conn.execute(_ADD_EMBEDDED, {**params, "added": added})
         embedded += len(batch)
@@ -247,15 +236,3 @@ def _vectors(
     known.update(zip(missing, fresh, strict=True))
     copied = len(batch) - len(missing)
     return [known[bytes(row["content_sha256"])] for row in batch], copied
-
-
-def _store(
-    conn: psycopg.Connection, rows: Sequence[tuple[uuid.UUID, list[float]]], model: str
-) -> None:
-    conn.execute(_CREATE_LOAD_TABLE)
-    with conn.cursor() as cursor, cursor.copy(_COPY_LOAD) as copy:
-        copy.set_types(["uuid", "float4[]"])
-        for chunk_id, vector in rows:
-            copy.write_row((chunk_id, vector))
-    conn.execute(_UPDATE_FROM_LOAD, {"model": model})
-    conn.execute(_DROP_LOAD_TABLE)

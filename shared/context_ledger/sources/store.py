@@ -4,6 +4,7 @@ the caller already resolved within its organisation."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
@@ -187,3 +188,34 @@ def abort_version(conn: psycopg.Connection, *, source_id: uuid.UUID, version: in
 def drop_superseded_chunks(conn: psycopg.Connection, *, source_id: uuid.UUID) -> int:
     """Remove the rows of versions no longer served (after the publish committed)."""
     return conn.execute(_DROP_SUPERSEDED_CHUNKS, {"source_id": source_id}).rowcount
+
+
+_CREATE_EMBEDDING_LOAD = "CREATE TEMP TABLE embedding_load (id uuid NOT NULL, embedding real[])"
+_COPY_EMBEDDINGS = "COPY embedding_load (id, embedding) FROM STDIN (FORMAT BINARY)"
+_UPDATE_FROM_EMBEDDING_LOAD = """
+UPDATE chunks SET embedding = load.embedding, embedding_model = %(model)s
+FROM embedding_load AS load
+WHERE chunks.id = load.id
+"""
+_DROP_EMBEDDING_LOAD = "DROP TABLE embedding_load"
+
+
+def store_embeddings(
+    conn: psycopg.Connection, rows: Sequence[tuple[uuid.UUID, list[float]]], model: str
+) -> int:
+    """Set the embedding (and model) of existing chunks, one row per chunk; return rows updated.
+
+    One binary COPY into a temporary table and one UPDATE, whatever the number of rows. The
+    generated columns (dimension, pgvector's vector) follow in the same statement.
+    """
+    if not rows:
+        return 0
+    with conn.transaction():
+        conn.execute(_CREATE_EMBEDDING_LOAD)
+        with conn.cursor() as cursor, cursor.copy(_COPY_EMBEDDINGS) as copy:
+            copy.set_types(["uuid", "float4[]"])
+            for chunk_id, vector in rows:
+                copy.write_row((chunk_id, vector))
+        updated = conn.execute(_UPDATE_FROM_EMBEDDING_LOAD, {"model": model}).rowcount
+        conn.execute(_DROP_EMBEDDING_LOAD)
+    return updated

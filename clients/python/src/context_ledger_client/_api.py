@@ -27,6 +27,7 @@ from context_ledger_client.models import (
     Memory,
     MemoryBatch,
     MemoryList,
+    MemoryReembedding,
     MemoryRevision,
     NewMemory,
     PendingRevision,
@@ -278,6 +279,12 @@ def _written(data: Mapping[str, Any]) -> WrittenMemory | PendingRevision:
 def write_memories(project: str, memories: Sequence[NewMemory]) -> Call[MemoryBatch]:
     body = {"memories": [memory.to_json() for memory in memories]}
     return Call("POST", f"/api/context/{_seg(project)}/batch", MemoryBatch.from_json, body)
+
+
+def reembed_memories(project: str | None, limit: int | None) -> Call[MemoryReembedding]:
+    """One step of re-embedding the memories of another model (an operator route)."""
+    body = drop_none({"projectId": project, "limit": limit})
+    return Call("POST", "/api/v1/context/memories/reembed", MemoryReembedding.from_json, body)
 
 
 def memory(project: str, memory_id: str) -> Call[Memory]:

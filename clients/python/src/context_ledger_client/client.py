@@ -28,6 +28,7 @@ from context_ledger_client.models import (
     Memory,
     MemoryBatch,
     MemoryList,
+    MemoryReembedding,
     MemoryRevision,
     NewMemory,
     PendingRevision,
@@ -304,6 +305,13 @@ class ContextLedger(_Config):
     def memory_revisions(self, project: str, memory_id: str) -> tuple[MemoryRevision, ...]:
         return self._do(_api.memory_revisions(project, memory_id))
 
+    def reembed_memories(
+        self, *, project: str | None = None, limit: int | None = None
+    ) -> MemoryReembedding:
+        """Re-embed up to ``limit`` memories (of ``project``, else of every project the
+        credential administers) whose vector is of another model than the service's."""
+        return self._do(_api.reembed_memories(project, limit))
+
 
 class AsyncContextLedger(_Config):
     """The asyncio client: the same methods as :class:`ContextLedger`, awaited; use it as an
@@ -515,3 +523,9 @@ class AsyncContextLedger(_Config):
 
     async def memory_revisions(self, project: str, memory_id: str) -> tuple[MemoryRevision, ...]:
         return await self._do(_api.memory_revisions(project, memory_id))
+
+    async def reembed_memories(
+        self, *, project: str | None = None, limit: int | None = None
+    ) -> MemoryReembedding:
+        """See :meth:`ContextLedger.reembed_memories`."""
+        return await self._do(_api.reembed_memories(project, limit))

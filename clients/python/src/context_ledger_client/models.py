@@ -344,6 +344,26 @@ class MemoryBatch:
 
 
 @dataclass(frozen=True)
+class MemoryReembedding:
+    """One re-embedding step's answer: memories re-embedded now, those still waiting (other
+    workers may hold them), those the DLP policy keeps from the endpoint, the service's model."""
+
+    reembedded: int
+    remaining: int
+    withheld: int
+    model: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MemoryReembedding:
+        return cls(
+            reembedded=data["reembedded"],
+            remaining=data["remaining"],
+            withheld=data["withheld"],
+            model=data["model"],
+        )
+
+
+@dataclass(frozen=True)
 class RankedMemory(Memory):
     """A memory of a ``/relevant`` answer, with its score (0-1), similarity and why."""
 

@@ -155,3 +155,19 @@ def test_a_kept_alive_connection_serves_requests_one_after_another(
         answers.append(client.get("/ping"))
 
     assert [a.status_code for a in answers] == [200] * (2 * CAP + 1)
+
+
+def test_a_client_that_resets_its_connection_leaves_no_traceback_and_the_server_serves_on(
+    server: LocalHttpServer, capfd: pytest.CaptureFixture[str]
+) -> None:
+    for _ in range(3):
+        conn = connect(server, b"GET /ping HTTP/1.1\r\nHo")
+        # SO_LINGER 0: close() sends a reset instead of a FIN, as a killed client's kernel does.
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        conn.close()
+    time.sleep(0.5)
+
+    response, _ = ping(server)
+
+    assert response.status_code == 200
+    assert "Traceback" not in capfd.readouterr().err

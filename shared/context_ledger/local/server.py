@@ -27,6 +27,7 @@ from __future__ import annotations
 import io
 import logging
 import socket
+import sys
 import threading
 import time
 from http import HTTPStatus
@@ -140,6 +141,13 @@ class _Server(ThreadingHTTPServer):
         except OSError:
             pass  # nothing more to read (BlockingIOError), or the client is gone
         self.shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (reset, closed mid-answer) is nothing to report: socketserver
+        would print a traceback into the console for each. Anything else still is reported."""
+        if isinstance(sys.exc_info()[1], ConnectionResetError | BrokenPipeError):
+            return
+        super().handle_error(request, client_address)
 
     def shutdown(self) -> None:
         self._stopping.set()

@@ -85,14 +85,17 @@ ALICE_TOKEN=$("$CL" token --org "$ORG_ID" --user alice --client demo-cli)
 # Part of the code, so the first run embeds in about a minute on two cores (MiniLM embeds ~15
 # code chunks a second per core): the packages the three questions are about, copied with their
 # repository paths and without bytecode. Code and docs are separate folders: no text is indexed
-# twice.
+# twice. docs/ without decisions.md: its measured history is as long as the rest of docs/ twice
+# over and none of the questions is about it.
 step "Ingest this repository: five packages of shared/context_ledger into the project, docs/ into the team"
 SNAPSHOT="$CONTEXT_LEDGER_HOME/demo-code"
-rm -rf "$SNAPSHOT" && mkdir -p "$SNAPSHOT"
+DOCS_SNAPSHOT="$CONTEXT_LEDGER_HOME/demo-docs"
+rm -rf "$SNAPSHOT" "$DOCS_SNAPSHOT" && mkdir -p "$SNAPSHOT" "$DOCS_SNAPSHOT"
 # shellcheck disable=SC2086
 tar -c --exclude=__pycache__ -f - $CODE_DIRS | tar -x -f - -C "$SNAPSHOT"
+tar -c --exclude=decisions.md -f - -C docs . | tar -x -f - -C "$DOCS_SNAPSHOT"
 CONTEXT_LEDGER_TOKEN=$ADMIN_TOKEN "$CL" ingest "$SNAPSHOT" --source "$CODE_ID"
-CONTEXT_LEDGER_TOKEN=$ADMIN_TOKEN "$CL" ingest docs --source "$DOCS_ID"
+CONTEXT_LEDGER_TOKEN=$ADMIN_TOKEN "$CL" ingest "$DOCS_SNAPSHOT" --source "$DOCS_ID"
 
 show() { "$PY" scripts/show_retrieval.py; }
 for query in "how is the evidence chain verified" "who may search a space grant inheritance" "split identifiers for full text search"; do

@@ -189,6 +189,7 @@ def _search(
             terms=counts.terms(searched, matched_in=part),
             versions={id: versions[id] for id in part} if hnsw and not text_only else {},
             levels=dict.fromkeys(part, level) if hnsw and not text_only else {},
+            level=level,
         )
         for (level, text_only), part in _parts(sources, levels, policy).items()
     ]

@@ -52,6 +52,9 @@ class SearchQuery:
     ``versions`` and ``levels``, the current index version and the space level of each searched
     source, as read in the same step (``sources.searchable.pending_current_versions``; only the
     HNSW statement needs them: it searches each level's index with the versions as filters).
+    ``level``: the space level every searched source is of, so the text search reads that
+    level's full-text index (migration 0021); without it (sources of several levels) the text
+    search has no index to read and scans the chunks.
     """
 
     org_id: uuid.UUID
@@ -62,6 +65,7 @@ class SearchQuery:
     terms: TextTerms = field(default_factory=TextTerms)
     versions: Mapping[uuid.UUID, int] = field(default_factory=dict)
     levels: Mapping[uuid.UUID, Level] = field(default_factory=dict)
+    level: Level | None = None
 
     def params(self) -> dict[str, Any]:
         """The parameters every search statement binds."""

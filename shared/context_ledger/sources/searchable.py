@@ -19,12 +19,21 @@ import psycopg
 from context_ledger.db.pending import Pending, send
 from context_ledger.spaces.levels import Level
 
-#: ``FROM`` clause of searchable chunks; bind ``org_id`` and ``source_ids``.
-SEARCHABLE_CHUNKS = """
-chunks c
+_SEARCHABLE_FROM = """
+{chunks} c
 JOIN sources s ON s.id = c.source_id AND s.org_id = c.org_id AND c.index_version = s.index_version
 WHERE s.org_id = %(org_id)s AND s.id = ANY(%(source_ids)s)
 """
+
+#: ``FROM`` clause of searchable chunks; bind ``org_id`` and ``source_ids``.
+SEARCHABLE_CHUNKS = _SEARCHABLE_FROM.format(chunks="chunks")
+
+
+def searchable_among(rows: str) -> str:
+    """:data:`SEARCHABLE_CHUNKS` with the chunks read from ``rows`` (a parenthesised subquery of
+    chunk rows) instead of the table: the same rule over rows a search has already narrowed."""
+    return _SEARCHABLE_FROM.format(chunks=rows)
+
 
 _CURRENT_VERSIONS = """
 SELECT s.id, s.index_version, sp.level FROM sources s JOIN spaces sp ON sp.id = s.space_id

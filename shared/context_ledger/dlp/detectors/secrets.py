@@ -7,6 +7,7 @@ gate (an RE2 pattern: the marker or the pattern's core) matched, see ``Detector`
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from context_ledger.dlp.detectors.assignment import (
     PLACEHOLDER,
@@ -14,7 +15,8 @@ from context_ledger.dlp.detectors.assignment import (
     NamedKeyDetector,
     looks_secret,
 )
-from context_ledger.dlp.detectors.base import Detector, RegexDetector, Validator
+from context_ledger.dlp.detectors.base import Detector, Finding, RegexDetector, Validator
+from context_ledger.dlp.detectors.entropy import inside, public_spans
 from context_ledger.dlp.detectors.runs import decode
 from context_ledger.dlp.detectors.tables import CsvColumnDetector
 
@@ -92,6 +94,10 @@ def _token_like(match: re.Match[str]) -> bool:
 
 _PEM_BEGIN = r"-----BEGIN[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----"
 _PEM_END = r"-----END[A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----"
+# A PEM line break as written, or escaped in a JSON or HCL string (a tfstate holds its keys so,
+# as one line of ~1,700 characters that the chunker cuts wherever the line is too long).
+_PEM_BREAK = r"(?:\r?\n|(?:\\r)?\\n)"
+_PEM_LINE = r"[A-Za-z0-9+/=]{1,100}"
 _SEPARATOR = r"""['"]?[ \t]*(?::=|=>|[:=])"""
 
 
@@ -112,6 +118,36 @@ def _token(kind: str, pattern: str, gate: str, validate: Validator | None = None
     return RegexDetector(kind, re.compile(pattern + _END), gate, validate=standalone)
 
 
+class EscapedKeyBodyDetector:
+    """The body of a key whose lines are escaped in a string, where a chunk holds neither end.
+
+    A tfstate's 4,096-bit key is one JSON line of ~3,200 characters; the chunker cuts it twice,
+    and the middle chunk holds lines of the body without the BEGIN or END that the private-key
+    pattern starts from. The entropy detector takes most of those lines but not the short pieces
+    the cuts leave at either end. Two or more full-width lines (RFC 7468 writes 64 characters,
+    OpenSSH 70, MIME 76) between escaped breaks are a body; the partial lines before and after
+    them go with it. Inside a certificate or public key shown whole, the body stays readable.
+    """
+
+    kinds = ("private_key",)
+    gate = r"[A-Za-z0-9+/]{4}(?:\\r)?\\n[A-Za-z0-9+/]{4}"
+    _lines = re.compile(r"(?:(?:\\r)?\\n[A-Za-z0-9+/]{60,76}(?![A-Za-z0-9+/])){2,}")
+    _after = re.compile(r"(?:(?:\\r)?\\n)?[A-Za-z0-9+/=]{0,76}")
+    _alphabet = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+
+    def find(self, text: str) -> Iterator[Finding]:
+        public = public_spans(text)
+        for match in self._lines.finditer(text):
+            start = match.start()
+            if inside(start, public):
+                continue
+            floor = max(0, start - 76)
+            while start > floor and text[start - 1] in self._alphabet:
+                start -= 1
+            end = self._after.match(text, match.end()).end()
+            yield Finding(start, end, "private_key")
+
+
 SECRET_DETECTORS: tuple[Detector, ...] = (
     # A whole PEM block; without its END (cut by a chunk boundary) the BEGIN line and the body
     # lines after it; without its BEGIN the body lines before the END line.
@@ -125,13 +161,23 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
             + r"(?:\\n)?"
             + "|"
             + _PEM_BEGIN
-            + r"(?:\r?\n(?:[A-Za-z0-9+/=]{1,100}|[A-Za-z-]{1,30}: [^\r\n]*)?)*"
-            + r"|(?:^[A-Za-z0-9+/=]{16,100}\r?\n)+"
+            + r"(?:"
+            + _PEM_BREAK
+            + r"(?:"
+            + _PEM_LINE
+            + r"|[A-Za-z-]{1,30}: [^\r\n\\]*)?)*"
+            # The END's body from the first line the text holds, however short the chunk
+            # boundary left it: from the start of the text or of a line, escaped or not.
+            + r"|(?:(?:^|(?<=\\n))"
+            + _PEM_LINE
+            + _PEM_BREAK
+            + r")+"
             + _PEM_END,
             re.MULTILINE,
         ),
         "PRIVATE KEY",
     ),
+    EscapedKeyBodyDetector(),
     RegexDetector(
         "aws_access_key",
         re.compile(r"(?<![A-Z0-9])" + _AWS_ACCESS_KEY + r"(?![A-Za-z0-9])"),

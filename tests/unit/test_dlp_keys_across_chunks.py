@@ -1,0 +1,95 @@
+"""A private key the chunker cuts is redacted in every piece, down to the last characters.
+
+Keys are drawn as a key generator writes them (random DER bytes in base64, 64, 70 or 76
+characters a line), not from the detectors' own fixtures, and stored as Terraform stores them:
+escaped inside one JSON line of a tfstate, which the code chunker cuts where the line is too
+long. Every chunk is redacted as indexing and delivery redact it, alone.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+
+import pytest
+
+from context_ledger.dlp.redaction import Redactor
+from context_ledger.sources.chunking import chunk_document
+from context_ledger.sources.model import Document, SourceKind
+
+REDACTOR = Redactor()
+#: A piece shorter than this carries about as much of a key as a guess.
+SHORTEST_PIECE = 6
+
+
+def _pem(rng: random.Random, label: str, der_bytes: int, width: int, newline: str) -> str:
+    body = base64.b64encode(rng.randbytes(der_bytes)).decode()
+    lines = [body[i : i + width] for i in range(0, len(body), width)]
+    return f"-----BEGIN {label}-----{newline}{newline.join(lines)}{newline}-----END {label}-----"
+
+
+def _tfstate(pem: str, padding: int, indent: int | None) -> str:
+    resource = {"type": "tls_private_key", "attributes": {"private_key_pem": pem + "\n"}}
+    return json.dumps(
+        {"version": 4, "lineage": "x" * padding, "resources": [resource]}, indent=indent
+    )
+
+
+def _longest_leak(body_lines: list[str], redacted: list[str]) -> int:
+    """The longest piece of any body line that some redacted chunk still holds."""
+    longest = 0
+    for line in body_lines:
+        for size in range(len(line), max(longest, SHORTEST_PIECE - 1), -1):
+            pieces = {line[i : i + size] for i in range(len(line) - size + 1)}
+            if any(piece in text for piece in pieces for text in redacted):
+                longest = size
+                break
+    return longest
+
+
+CASES = [
+    (label, der_bytes, width, newline, kind, seed)
+    for seed, (label, der_bytes, width, newline, kind) in enumerate(
+        [
+            ("RSA PRIVATE KEY", 1190, 64, "\n", SourceKind.CODEBASE),  # 2048-bit, PKCS#1
+            ("PRIVATE KEY", 2374, 64, "\n", SourceKind.CODEBASE),  # 4096-bit, PKCS#8: 3 chunks
+            ("PRIVATE KEY", 2374, 64, "\r\n", SourceKind.DOCS),
+            ("OPENSSH PRIVATE KEY", 1800, 70, "\n", SourceKind.CODEBASE),
+            ("ENCRYPTED PRIVATE KEY", 1250, 76, "\n", SourceKind.DOCS),
+            ("EC PRIVATE KEY", 121, 64, "\n", SourceKind.CODEBASE),
+        ]
+    )
+]
+
+
+@pytest.mark.parametrize(("label", "der_bytes", "width", "newline", "kind", "seed"), CASES)
+def test_escaped_key_in_a_tfstate_leaves_no_piece_in_any_chunk(
+    label: str, der_bytes: int, width: int, newline: str, kind: SourceKind, seed: int
+) -> None:
+    rng = random.Random(seed)
+    for _ in range(8):  # the cuts fall elsewhere in the key with each padding
+        pem = _pem(rng, label, der_bytes, width, newline)
+        text = _tfstate(pem, padding=rng.randint(0, 900), indent=rng.choice([None, 2]))
+        chunks = chunk_document(Document("terraform.tfstate", text, "json"), kind=kind)
+        redacted = [REDACTOR.redact(chunk.content).text for chunk in chunks]
+        body_lines = pem.split(newline)[1:-1]
+        assert _longest_leak(body_lines, redacted) == 0, [c.content[:80] for c in chunks]
+
+
+def test_a_tfstate_key_is_cut_into_chunks_holding_neither_end() -> None:
+    """The case the body detector exists for: a middle chunk without BEGIN or END."""
+    rng = random.Random(7)
+    text = _tfstate(_pem(rng, "PRIVATE KEY", 2374, 64, "\n"), padding=0, indent=None)
+    chunks = chunk_document(Document("terraform.tfstate", text, "json"), kind=SourceKind.CODEBASE)
+    assert any("BEGIN" not in c.content and "END" not in c.content for c in chunks)
+
+
+def test_a_certificate_escaped_in_json_stays_readable() -> None:
+    """Public material shown whole is not a key: its body is not redacted."""
+    rng = random.Random(3)
+    body = base64.b64encode(rng.randbytes(900)).decode()
+    lines = "\\n".join(body[i : i + 64] for i in range(0, len(body), 64))
+    pem = f"-----BEGIN CERTIFICATE-----\\n{lines}\\n-----END CERTIFICATE-----\\n"
+    text = f'{{"certificate_pem": "{pem}"}}'
+    assert REDACTOR.redact(text).text == text

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from evidence_support import key_ring_from_env
 
-from context_ledger.attribution.events import AttributionEvent
+from context_ledger.attribution.events import AttributionEvent, new_request_id
 from context_ledger.attribution.writer import write_attribution
 from context_ledger.auth.principal import SCOPE_AUDIT_READ, Principal, PrincipalKind
 from context_ledger.db import connection
@@ -26,6 +26,7 @@ from context_ledger.model_gateway.headers import CONTEXT_LINK, GATEWAY_REQUEST_I
 from context_ledger.model_gateway.linking import (
     AUDIT_EVENT,
     LinkOutcome,
+    LinkResult,
     audit_logger,
     link_retrieval,
 )
@@ -224,7 +225,9 @@ def test_a_record_that_lands_while_the_gateway_waits_is_linked(
     assert_passed_through(answer, provider)
 
 
-def test_an_unknown_id_is_polled_for_the_whole_wait_then_not_found(keys, org_id) -> None:
+def _link_on_a_fake_clock(
+    org_id: uuid.UUID, context_request_id: str, wait_ms: int
+) -> tuple[LinkResult, list[float]]:
     now = [0.0]
     slept: list[float] = []
 
@@ -234,17 +237,34 @@ def test_an_unknown_id_is_polled_for_the_whole_wait_then_not_found(keys, org_id)
 
     result = link_retrieval(
         person(org_id, "alice"),
-        context_request_id="req_never_recorded",
+        context_request_id=context_request_id,
         response_id=str(uuid.uuid4()),
-        wait_ms=750,
+        wait_ms=wait_ms,
         clock=lambda: now[0],
         sleep=sleep,
     )
+    return result, slept
+
+
+@pytest.mark.parametrize("unknown", [new_request_id(), str(uuid.uuid4())])
+def test_an_unknown_id_is_polled_for_the_whole_wait_then_not_found(keys, org_id, unknown) -> None:
+    result, slept = _link_on_a_fake_clock(org_id, unknown, wait_ms=750)
 
     assert result.outcome is LinkOutcome.NOT_FOUND
     assert sum(slept) == pytest.approx(0.75)
     assert len(slept) > 1, "the records are looked for repeatedly, not once after the wait"
     assert result.latency_ms == 750
+
+
+@pytest.mark.parametrize("impossible", ["req_never_recorded", "my-trace:42", "REQ_" + "0" * 32])
+def test_an_id_the_service_never_gives_is_not_found_without_waiting(
+    keys, org_id, impossible
+) -> None:
+    """No record of it can be on its way, so the caller's answer does not wait for one."""
+    result, slept = _link_on_a_fake_clock(org_id, impossible, wait_ms=10_000)
+
+    assert result.outcome is LinkOutcome.NOT_FOUND
+    assert slept == []
 
 
 def test_not_found_after_the_wait_leaves_the_answer_unchanged(

@@ -14,6 +14,7 @@ no floats, integers within ±(2**53 - 1).
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any, Literal
 
@@ -41,6 +42,17 @@ def memory_fields(chunk_metadata: dict[str, Any]) -> dict[str, Any]:
     if isinstance(memory_id, str) and isinstance(revision, int):
         return {MEMORY_ID_KEY: memory_id, MEMORY_REVISION_KEY: revision}
     return {}
+
+
+#: Every ``requestId`` the retrieve use case gives (:func:`new_request_id`). The model gateway
+#: waits for a record only under an id of this shape or an ``attributionId`` (a UUID): no
+#: record of any other id is ever on its way.
+REQUEST_ID = re.compile(r"req_[0-9a-f]{32}")
+
+
+def new_request_id() -> str:
+    """A retrieval's ``requestId``."""
+    return f"req_{uuid.uuid4().hex}"
 
 
 class AttributionRecord(BaseModel):

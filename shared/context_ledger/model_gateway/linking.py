@@ -4,7 +4,9 @@ retrieval").
 After the provider answers, the named id is looked up among the caller's organisation's records,
 first as an ``attributionId`` (when it is a UUID), then as a ``requestId``. The writer records
 retrievals asynchronously, so an id with no record yet is polled for up to
-``KEYSTONE_MODELS_CONTEXT_LINK_WAIT_MS``. Then:
+``KEYSTONE_MODELS_CONTEXT_LINK_WAIT_MS``: an id of the shapes the service gives (a UUID, a
+``req_`` request id) is; any other is looked up once, since no record of it can be on its way,
+and the caller's answer does not wait the whole wait for nothing. Then:
 
 - ``linked``: the caller is a person and the retrieval is theirs, or they hold ``audit:read``;
   every such record of the request gets a ``context_attribution_link`` entry in its chain with
@@ -31,6 +33,7 @@ from enum import StrEnum
 import psycopg
 from aws_lambda_powertools import Logger
 
+from context_ledger.attribution.events import REQUEST_ID
 from context_ledger.attribution.links import append_link
 from context_ledger.attribution.lookup import (
     Attribution,
@@ -81,13 +84,24 @@ def may_link(principal: Principal, attribution: Attribution) -> bool:
     return principal.user_id == attribution.user_id or principal.has_scope(SCOPE_AUDIT_READ)
 
 
+def _attribution_id(context_request_id: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(context_request_id)
+    except ValueError:
+        return None
+
+
+def _may_be_recorded(context_request_id: str) -> bool:
+    """Whether a record of this id can be on its way: an id of a shape the service gives."""
+    return bool(
+        REQUEST_ID.fullmatch(context_request_id) or _attribution_id(context_request_id) is not None
+    )
+
+
 def _records(
     conn: psycopg.Connection, org_id: uuid.UUID, context_request_id: str, keys: KeyRing
 ) -> list[Attribution]:
-    try:
-        attribution_id = uuid.UUID(context_request_id)
-    except ValueError:
-        attribution_id = None
+    attribution_id = _attribution_id(context_request_id)
     if attribution_id is not None:
         found = find_attribution(conn, org_id=org_id, attribution_id=attribution_id, keys=keys)
         if found is not None:
@@ -127,7 +141,7 @@ def _attempt(
     clock: Callable[[], float],
     sleep: Callable[[float], None],
 ) -> tuple[LinkOutcome, tuple[uuid.UUID, ...]]:
-    deadline = clock() + wait_ms / 1000
+    deadline = clock() + (wait_ms / 1000 if _may_be_recorded(context_request_id) else 0)
     while True:
         with connect() as conn:
             _bound(conn)

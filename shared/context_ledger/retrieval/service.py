@@ -22,7 +22,11 @@ from typing import Any
 
 import psycopg
 
-from context_ledger.attribution.events import MEMORY_IDENTIFIER_KEYS, memory_fields
+from context_ledger.attribution.events import (
+    MEMORY_IDENTIFIER_KEYS,
+    memory_fields,
+    new_request_id,
+)
 from context_ledger.auth.principal import Principal
 from context_ledger.cooldown import Cooldown
 from context_ledger.db.pending import Pending
@@ -491,7 +495,7 @@ def retrieve(
             )
         delivered, used = delivered + extra, used + extra_used
     answer = RetrieveAnswer(
-        request_id=f"req_{uuid.uuid4().hex}",
+        request_id=new_request_id(),
         attribution_id=uuid.uuid4(),
         chunks=delivered,
         tokens_used=used,

@@ -27,6 +27,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from context_ledger import __version__
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
 from context_ledger.local.dev_url import write_dev_url
+from context_ledger.mcp.http_app import MAX_BODY_BYTES
 from context_ledger.settings import get_settings
 from context_ledger_client import ContextLedger
 
@@ -497,6 +498,25 @@ def test_over_http_a_message_that_is_not_json_rpc_is_400_without_echo_or_urls(
     assert answer.json()["error"]["code"] == code, "the SDK's code is kept"
     assert "AKIAQ3EGRTW5NB7XKP2M" not in answer.text
     assert "pydantic" not in answer.text
+
+
+def test_over_http_a_body_over_the_limit_is_413_as_a_json_rpc_error(runtime, world) -> None:
+    """The transport's own refusal is plain text; a JSON-RPC client gets an error it can read."""
+    headers = {
+        **bearer(world["alice"]),
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    padding = "x" * (MAX_BODY_BYTES + 1)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"p": padding}})
+
+    answer = httpx.post(f"{runtime.url}/mcp", headers=headers, content=body, timeout=60)
+
+    assert answer.status_code == 413
+    assert answer.headers["content-type"] == "application/json"
+    error = answer.json()["error"]
+    assert error["code"] == -32600
+    assert error["message"] == "Request body too large: at most 4 MiB"
 
 
 def test_an_unreachable_api_is_a_tool_error_and_the_server_keeps_serving(

@@ -61,23 +61,30 @@ def create_mcp_app() -> ASGIApp:
             streamable_http_path=MCP_PATH,
             stateless_http=True,
             json_response=True,
+            max_request_body_size=MAX_BODY_BYTES,
             transport_security=_TRANSPORT_SECURITY,
         )
         async with streamable.router.lifespan_context(streamable):
-            await streamable(scope, receive, _without_validation_details(send))
+            await streamable(scope, receive, _json_rpc_refusals(send))
 
     return app
 
 
-def _without_validation_details(send: Send) -> Send:
-    """``send`` with the transport's ``400`` bodies replaced by a fixed JSON-RPC error of the
-    same code. The SDK answers a message that is not JSON-RPC with pydantic's report of it: the
-    rejected input (a key pasted by mistake included) and documentation URLs, which no client
-    of this API is ever sent (tool argument errors are worded by ``tools.LedgerServer``)."""
+#: The transport's limit on a request body (the SDK's default, 4 MiB).
+MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+def _json_rpc_refusals(send: Send) -> Send:
+    """``send`` with the transport's ``400`` and ``413`` bodies replaced by a fixed JSON-RPC
+    error of the same meaning. The SDK answers a message that is not JSON-RPC with pydantic's
+    report of it: the rejected input (a key pasted by mistake included) and documentation URLs,
+    which no client of this API is ever sent (tool argument errors are worded by
+    ``tools.LedgerServer``); and a body over its limit with plain text, which a JSON-RPC client
+    cannot read."""
     held: dict[str, Any] = {}
 
     async def sanitising(message: Message) -> None:
-        if message["type"] == "http.response.start" and message["status"] == 400:
+        if message["type"] == "http.response.start" and message["status"] in (400, 413):
             held["start"] = message
             return
         if "start" not in held:
@@ -86,25 +93,36 @@ def _without_validation_details(send: Send) -> Send:
         held["body"] = held.get("body", b"") + message.get("body", b"")
         if message.get("more_body"):
             return
-        body = _fixed_error(held["body"])
-        headers = [(k, v) for k, v in held["start"]["headers"] if k.lower() != b"content-length"]
-        headers.append((b"content-length", str(len(body)).encode()))
+        body = _fixed_error(held["start"]["status"], held["body"])
+        headers = [
+            (k, v)
+            for k, v in held["start"]["headers"]
+            if k.lower() not in (b"content-length", b"content-type")
+        ]
+        headers += [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ]
         await send({**held["start"], "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
     return sanitising
 
 
-def _fixed_error(original: bytes) -> bytes:
-    try:
-        code = int(json.loads(original)["error"]["code"])
-    except (ValueError, KeyError, TypeError):
+def _fixed_error(status: int, original: bytes) -> bytes:
+    if status == 413:
         code = INVALID_REQUEST
-    message = (
-        "Parse error: not JSON"
-        if code == PARSE_ERROR
-        else "Invalid request: not a JSON-RPC 2.0 message this server takes"
-    )
+        message = f"Request body too large: at most {MAX_BODY_BYTES // (1024 * 1024)} MiB"
+    else:
+        try:
+            code = int(json.loads(original)["error"]["code"])
+        except (ValueError, KeyError, TypeError):
+            code = INVALID_REQUEST
+        message = (
+            "Parse error: not JSON"
+            if code == PARSE_ERROR
+            else "Invalid request: not a JSON-RPC 2.0 message this server takes"
+        )
     error = JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))
     return error.model_dump_json(by_alias=True, exclude_unset=True).encode()
 

@@ -6,7 +6,7 @@ import pytest
 from search_support import admin_of, publish_source
 
 from context_ledger.db import connection
-from context_ledger.retrieval.store import chunks_by_id
+from context_ledger.sources.store import chunks_by_id
 from context_ledger.sources import service
 from context_ledger.sources.model import Document
 from context_ledger.sources.searchable import current_chunks

@@ -46,6 +46,7 @@ from context_ledger.memory.projects import (
 from context_ledger.memory.reembed import withholds
 from context_ledger.memory.vector_cache import VectorCache
 from context_ledger.settings import Settings
+from context_ledger.sources import store as sources_store
 from context_ledger.spaces.permissions import Permission
 from context_ledger.text.budget import fit_to_budget
 from context_ledger.text.tokens import count_tokens
@@ -215,10 +216,14 @@ def _serve(
         search_text=redacted(policy.patterns, fields["content"], stage="indexing"),
         token_count=tokens,
         embedding=vector.tolist() if client is not None and vector is not None else None,
-        embedding_model=client.model if client is not None else None,
     )
     assert project.source_id is not None  # writers get a source (projects.find_project)
-    store.replace_chunk(conn, source_id=project.source_id, path=chunk_path(memory_id), chunk=chunk)
+    sources_store.replace_served_chunk(
+        conn,
+        source_id=project.source_id,
+        chunk=chunk,
+        model=client.model if client is not None else None,
+    )
 
 
 def _embedded(
@@ -508,7 +513,9 @@ def delete_memory(conn: psycopg.Connection, principal: Principal, key: str, memo
         conn, space_id=project.space_id, entry_id=memory_id, user=principal.user_id
     ):
         raise MemoryNotFoundError()
-    store.replace_chunk(conn, source_id=project.source_id, path=chunk_path(memory_id), chunk=None)
+    sources_store.remove_served_chunk(
+        conn, source_id=project.source_id, path=chunk_path(memory_id)
+    )
 
 
 def record_access(

@@ -6,7 +6,7 @@ one exception states the same rule as filters on chunk columns: the pgvector bac
 whose index the planner will not use under the join. It filters on each source's current version
 as read in the same search step (by :func:`pending_current_versions`, or with the sources'
 rows: ``retrieval/chain.py``), and the answer reads only the rows of those versions
-(``retrieval/store.py``).
+(``sources.store.chunks_by_id``).
 """
 
 from __future__ import annotations

@@ -40,20 +40,6 @@ SELECT s.id, s.index_version, sp.level FROM sources s JOIN spaces sp ON sp.id = 
 WHERE s.org_id = %(org_id)s AND s.id = ANY(%(source_ids)s) AND s.index_version > 0
 """
 
-_CURRENT_CHUNKS = f"""
-SELECT c.id, c.source_id, c.index_version, c.path, c.symbol, c.content
-FROM {SEARCHABLE_CHUNKS}
-ORDER BY c.path, c.ordinal
-"""
-
-
-def current_chunks(
-    conn: psycopg.Connection, *, org_id: uuid.UUID, source_ids: list[uuid.UUID]
-) -> list[dict]:
-    """Every searchable chunk of the given sources (for inspection and tests)."""
-    return conn.execute(_CURRENT_CHUNKS, {"org_id": org_id, "source_ids": source_ids}).fetchall()
-
-
 def pending_current_versions(
     conn: psycopg.Connection, *, org_id: uuid.UUID, source_ids: list[uuid.UUID]
 ) -> Pending[dict[uuid.UUID, CurrentVersion]]:

@@ -18,15 +18,16 @@ TABLES = ("chunks", "index_versions")
 
 #: A statement writing one of the tables (``COPY chunks FROM`` included).
 WRITE = re.compile(
-    r"\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM|COPY|TRUNCATE(?:\s+TABLE)?)\s+(" + "|".join(TABLES)
-    + r")\b",
+    rf"\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM|COPY|TRUNCATE(?:\s+TABLE)?)\s+({'|'.join(TABLES)})\b",
     re.IGNORECASE,
 )
+
+DEFINITIONS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def _docstrings(tree: ast.Module) -> set[int]:
     """The ids of the module's, classes' and functions' docstring nodes."""
-    owners = [tree, *(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef))]
+    owners = [tree, *(node for node in ast.walk(tree) if isinstance(node, DEFINITIONS))]
     return {
         id(owner.body[0].value)
         for owner in owners
@@ -41,8 +42,9 @@ def strings(path: Path) -> Iterator[str]:
     tree = ast.parse(path.read_text(), filename=str(path))
     skipped = _docstrings(tree)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skipped:
-            yield node.value
+        text = node.value if isinstance(node, ast.Constant) else None
+        if isinstance(text, str) and id(node) not in skipped:
+            yield text
 
 
 def writes(path: Path) -> set[str]:

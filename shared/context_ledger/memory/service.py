@@ -513,9 +513,7 @@ def delete_memory(conn: psycopg.Connection, principal: Principal, key: str, memo
         conn, space_id=project.space_id, entry_id=memory_id, user=principal.user_id
     ):
         raise MemoryNotFoundError()
-    sources_store.remove_served_chunk(
-        conn, source_id=project.source_id, path=chunk_path(memory_id)
-    )
+    sources_store.remove_served_chunk(conn, source_id=project.source_id, path=chunk_path(memory_id))
 
 
 def record_access(

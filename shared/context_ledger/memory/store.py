@@ -273,6 +273,7 @@ FROM unnest(%(ids)s::text[], %(vectors)s::bytea[]) AS v(id, embedding_f32)
 WHERE e.id = v.id
 """
 
+
 def project(conn: psycopg.Connection, *, org_id: uuid.UUID, key: str) -> Row | None:
     return conn.execute(_PROJECT, {"org_id": org_id, "key": key}).fetchone()
 

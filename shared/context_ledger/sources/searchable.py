@@ -40,6 +40,7 @@ SELECT s.id, s.index_version, sp.level FROM sources s JOIN spaces sp ON sp.id = 
 WHERE s.org_id = %(org_id)s AND s.id = ANY(%(source_ids)s) AND s.index_version > 0
 """
 
+
 def pending_current_versions(
     conn: psycopg.Connection, *, org_id: uuid.UUID, source_ids: list[uuid.UUID]
 ) -> Pending[dict[uuid.UUID, CurrentVersion]]:

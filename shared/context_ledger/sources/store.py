@@ -538,7 +538,7 @@ def store_path_embeddings(
     source changed."""
     rows = conn.execute(_PATH_CHUNKS, {"source_id": source_id, "paths": list(vectors)}).fetchall()
     store_embeddings(conn, [(row["id"], vectors[row["path"]]) for row in rows], model)
-    embedded_now = len(rows) if model is not None else 0
+    embedded_now = sum(vectors[row["path"]] is not None for row in rows)
     embedded_before = sum(row["embedded"] for row in rows)
     _add_to_served_counts(
         conn, source_id=source_id, chunks=0, tokens=0, embedded=embedded_now - embedded_before

@@ -2,7 +2,8 @@
 documents a build keeps for the code graph, and the graph's edges. The one owner of these
 tables: the indexer (sources/indexer.py), source re-embedding (sources/reembed.py), the memory
 API (a memory is a chunk of its project's memory source) and retrieval call the functions here;
-only the searches' own read statements (search/) read chunks elsewhere.
+only the searches' own read statements (search/, through sources/searchable.py's rule of which
+chunks may be seen) read chunks elsewhere.
 
 Every query is scoped by organisation or by a source row the caller already resolved within its
 organisation."""

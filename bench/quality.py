@@ -340,11 +340,11 @@ def evaluate(
     both scores, found by which search) as a JSON line, for analysis of ranking choices."""
     from context_ledger.db import connection
     from context_ledger.http.retrieve import RetrieveRequest
-    from context_ledger.retrieval import store
     from context_ledger.retrieval.query_vector import SearchMode
     from context_ledger.retrieval.service import Dependencies, retrieve
     from context_ledger.search.hybrid import rank
     from context_ledger.settings import load_settings
+    from context_ledger.sources import store as sources_store
 
     cache = recording_cache()
     deps = Dependencies(
@@ -381,7 +381,7 @@ def evaluate(
             seconds.append(time.perf_counter() - started)
             candidates = list(cache.last.candidates) if cache.last else []
             ordered = [r.candidate.chunk_id for r in rank(candidates, lambda c: 1.0)]
-            rows = store.chunks_by_id(
+            rows = sources_store.chunks_by_id(
                 conn,
                 org_id=tenant.caller.org_id,
                 ids=ordered,

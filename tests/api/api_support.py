@@ -10,6 +10,7 @@ import os
 import secrets
 import socket
 import time
+import uuid
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,6 +23,7 @@ from jwt.algorithms import RSAAlgorithm
 
 from context_ledger.auth.local_keys import LocalKeys
 from context_ledger.db import connection
+from context_ledger.sources.searchable import SEARCHABLE_CHUNKS
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 
@@ -160,3 +162,18 @@ def empty_database(database_url: str) -> None:
             except psycopg.errors.DeadlockDetected:
                 if attempt == 4:
                     raise
+
+
+_CURRENT_CHUNKS = f"""
+SELECT c.id, c.source_id, c.index_version, c.path, c.symbol, c.content
+FROM {SEARCHABLE_CHUNKS}
+ORDER BY c.path, c.ordinal
+"""
+
+
+def current_chunks(
+    conn: psycopg.Connection, *, org_id: uuid.UUID, source_ids: list[uuid.UUID]
+) -> list[dict]:
+    """Every searchable chunk of the given sources (what a search may see of them), in path
+    order."""
+    return conn.execute(_CURRENT_CHUNKS, {"org_id": org_id, "source_ids": source_ids}).fetchall()

@@ -8,10 +8,10 @@ import uuid
 from pathlib import Path
 
 import pytest
+from api_support import current_chunks
 
 from context_ledger.cli import main
 from context_ledger.db import connection
-from context_ledger.sources.searchable import current_chunks
 from context_ledger.sources.upload import UploadError, UploadProgress, upload_folder
 
 

@@ -7,11 +7,10 @@ import uuid
 
 import httpx
 import pytest
-from api_support import bearer, error_of
+from api_support import bearer, current_chunks, error_of
 
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
 from context_ledger.db import connection
-from context_ledger.sources.searchable import current_chunks
 
 SPACES = "/api/v1/context/spaces"
 SOURCES = "/api/v1/context/sources"

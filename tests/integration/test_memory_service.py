@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from api_support import current_chunks
 
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN, Principal
 from context_ledger.db import connection
@@ -16,7 +17,6 @@ from context_ledger.memory.embedding import MemoryEmbedder
 from context_ledger.memory.projects import find_project
 from context_ledger.settings import load_settings
 from context_ledger.sources import store as sources_store
-from context_ledger.sources.searchable import current_chunks
 from context_ledger.spaces.permissions import Permission
 from context_ledger.spaces.service import create_organisation
 from context_ledger.text.tokens import count_tokens

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from protocol_trace import count, traced
 from psycopg.rows import dict_row
-from search_support import admin_of, publish_source
+from search_support import admin_of, find_candidates, publish_source
 
 from context_ledger.auth.principal import Principal
 from context_ledger.db import autocommit, connection
@@ -22,7 +22,7 @@ from context_ledger.local.embeddings_server import serve_embeddings
 from context_ledger.ratelimit.buckets import request_buckets
 from context_ledger.retrieval.cache import SearchCache
 from context_ledger.retrieval.service import Dependencies, retrieve
-from context_ledger.search.candidates import find_candidates, with_terms
+from context_ledger.search.candidates import with_terms
 from context_ledger.search.hybrid import rank
 from context_ledger.search.query import SearchQuery
 from context_ledger.settings import SearchBackend, load_settings

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from api_support import current_chunks
 from search_support import admin_of, publish_source
 
 from context_ledger.db import connection
-from context_ledger.retrieval.store import chunks_by_id
 from context_ledger.sources import service
 from context_ledger.sources.model import Document
-from context_ledger.sources.searchable import current_chunks
+from context_ledger.sources.store import chunks_by_id
 from context_ledger.spaces.service import Organisation, create_organisation
 
 DOCS = [Document("refunds.md", "Refunds need a receipt."), Document("a.md", "Holidays.")]

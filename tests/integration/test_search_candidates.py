@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 import psycopg
 import pytest
 from psycopg.rows import dict_row
-from search_support import admin_of, publish_source
+from search_support import admin_of, find_candidates, publish_source
 
 from context_ledger.db import connection
 from context_ledger.embeddings.client import EmbeddingsClient
@@ -18,7 +18,7 @@ from context_ledger.embeddings.similarity import cosine
 from context_ledger.local.embeddings_server import StandInEmbeddingsServer, serve_embeddings
 from context_ledger.search import pgvector_backend
 from context_ledger.search.bm25 import K1, B, idf
-from context_ledger.search.candidates import Candidate, find_candidates
+from context_ledger.search.candidates import Candidate
 from context_ledger.search.exact import pending_exact_search
 from context_ledger.search.hybrid import rank
 from context_ledger.search.query import SearchQuery
@@ -122,6 +122,39 @@ def search(
             limit=limit,
             ef_search=ef_search,
             side_connection=side_connection,
+        )
+
+
+class NoDatabase:
+    """A connection that fails the test if the code under test uses it."""
+
+    def __getattr__(self, name: str):
+        raise AssertionError(f"the database was used ({name})")
+
+
+def test_no_sources_means_no_candidates_and_no_query() -> None:
+    found = find_candidates(
+        NoDatabase(),  # type: ignore[arg-type]
+        org_id=uuid.uuid4(),
+        source_ids=[],
+        query="refund",
+        query_vector=[0.1, 0.2],
+        backend=SearchBackend.PGVECTOR,
+    )
+
+    assert found == []
+
+
+def test_a_limit_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        find_candidates(
+            NoDatabase(),  # type: ignore[arg-type]
+            org_id=uuid.uuid4(),
+            source_ids=[uuid.uuid4()],
+            query="refund",
+            query_vector=None,
+            backend=SearchBackend.EXACT,
+            limit=0,
         )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 from psycopg.rows import dict_row
-from search_support import admin_of, publish_source
+from search_support import admin_of, find_candidates, publish_source
 
 from context_ledger.db import connection, spare_connection
 from context_ledger.embeddings.client import EmbeddingsClient
@@ -15,7 +15,6 @@ from context_ledger.http.retrieve import RetrieveRequest
 from context_ledger.local.embeddings_server import serve_embeddings
 from context_ledger.retrieval.cache import SearchCache
 from context_ledger.retrieval.service import Dependencies, retrieve
-from context_ledger.search.candidates import find_candidates
 from context_ledger.settings import SearchBackend, load_settings
 from context_ledger.sources.model import Document
 from context_ledger.spaces.service import create_organisation

@@ -18,7 +18,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
-from search_support import admin_of, publish_source
+from search_support import admin_of, find_candidates, publish_source
 
 from context_ledger.auth.principal import Principal
 from context_ledger.db.migrate import migrate
@@ -28,7 +28,7 @@ from context_ledger.http.retrieve import RetrieveRequest
 from context_ledger.local.embeddings_server import serve_embeddings
 from context_ledger.retrieval.cache import SearchCache
 from context_ledger.retrieval.service import Dependencies, retrieve
-from context_ledger.search.candidates import Candidate, find_candidates
+from context_ledger.search.candidates import Candidate
 from context_ledger.search.exact import uses_pgvector
 from context_ledger.search.vectors import PgvectorUnavailableError, pgvector_available
 from context_ledger.settings import SearchBackend, load_settings

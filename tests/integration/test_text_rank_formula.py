@@ -8,11 +8,11 @@ import uuid
 
 import pytest
 from psycopg import sql
-from search_support import publish_source
+from search_support import publish_source, text_terms
 
 from context_ledger.db import connection
 from context_ledger.search import bm25
-from context_ledger.search.fulltext import RANK, text_terms
+from context_ledger.search.fulltext import RANK
 from context_ledger.search.query import SearchQuery
 from context_ledger.sources.model import Document
 from context_ledger.spaces.service import create_organisation

@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from search_support import publish_source
+from search_support import find_candidates, publish_source
 
 from context_ledger.db import connection
 from context_ledger.embeddings.client import EmbeddingsClient
 from context_ledger.local.embeddings_server import serve_embeddings
 from context_ledger.search import bm25
-from context_ledger.search.candidates import find_candidates
 from context_ledger.settings import SearchBackend
 from context_ledger.sources.model import Document
 from context_ledger.spaces.service import create_organisation

@@ -7,11 +7,11 @@ import uuid
 from dataclasses import replace
 
 import pytest
-from search_support import admin_of, publish_source
+from search_support import admin_of, publish_source, text_terms
 
 from context_ledger.db import connection
 from context_ledger.search.bm25 import idf
-from context_ledger.search.fulltext import text_search, text_terms
+from context_ledger.search.fulltext import text_search
 from context_ledger.search.query import SearchQuery
 from context_ledger.sources import service
 from context_ledger.sources.model import Document

@@ -6,49 +6,15 @@ import uuid
 
 import pytest
 
-from context_ledger.search.candidates import find_candidates, merge, vector_score
+from context_ledger.search.candidates import merge, vector_score
 from context_ledger.search.fulltext import normalised
 from context_ledger.search.query import Hit
-from context_ledger.settings import SearchBackend
 
 SOURCE = uuid.uuid4()
 
 
 def hit(rank: float | None, similarity: float | None, chunk_id: uuid.UUID | None = None) -> Hit:
     return Hit(chunk_id or uuid.uuid4(), SOURCE, 3, rank, similarity)
-
-
-class NoDatabase:
-    """A connection that fails the test if the code under test uses it."""
-
-    def __getattr__(self, name: str):
-        raise AssertionError(f"the database was used ({name})")
-
-
-def test_no_sources_means_no_candidates_and_no_query() -> None:
-    found = find_candidates(
-        NoDatabase(),  # type: ignore[arg-type]
-        org_id=uuid.uuid4(),
-        source_ids=[],
-        query="refund",
-        query_vector=[0.1, 0.2],
-        backend=SearchBackend.PGVECTOR,
-    )
-
-    assert found == []
-
-
-def test_a_limit_below_one_is_refused() -> None:
-    with pytest.raises(ValueError, match="at least 1"):
-        find_candidates(
-            NoDatabase(),  # type: ignore[arg-type]
-            org_id=uuid.uuid4(),
-            source_ids=[uuid.uuid4()],
-            query="refund",
-            query_vector=None,
-            backend=SearchBackend.EXACT,
-            limit=0,
-        )
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ importing memory.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from context_ledger.attribution.events import MEMORY_ID_KEY, MEMORY_REVISION_KEY
+from context_ledger.sources.store import NewChunk
 
 
 def chunk_path(memory_id: str) -> str:
@@ -27,26 +27,26 @@ def memory_chunk(
     search_text: str,
     token_count: int,
     embedding: list[float] | None,
-    embedding_model: str | None,
-) -> dict[str, Any]:
-    """The chunk row of a memory's accepted revision (for ``store.replace_chunk``).
+) -> NewChunk:
+    """The chunk of a memory's accepted revision (for ``sources.store.replace_served_chunk``).
 
     ``search_text`` is what full-text search indexes: the content redacted with the
     organisation's rules (sources/indexer.py says why). ``embedding`` is set only when it came
     from the configured endpoint: retrieval's vector search compares chunks with that endpoint's
     query vectors and nothing else.
     """
-    return {
-        "content": content,
-        "sha256": hashlib.sha256(content.encode()).digest(),
-        "token_count": token_count,
-        "search_text": search_text,
-        "embedding": embedding,
-        "embedding_model": embedding_model if embedding is not None else None,
-        "metadata": {
+    return NewChunk(
+        path=chunk_path(memory_id),
+        ordinal=0,
+        content=content,
+        content_sha256=hashlib.sha256(content.encode()).digest(),
+        token_count=token_count,
+        search_text=search_text,
+        embedding=embedding,
+        metadata={
             MEMORY_ID_KEY: memory_id,
             MEMORY_REVISION_KEY: revision,
             "memoryType": memory_type,
             "agentKey": agent_key,
         },
-    }
+    )

@@ -93,6 +93,7 @@ def _with_source(conn: psycopg.Connection, project: Project) -> Project:
         name=f"Memories of {project.key}",
         classification=MEMORY_CLASSIFICATION.value,
     )
+    sources_store.publish_first_version(conn, source_id=source["id"])
     store.insert_project(
         conn, org_id=project.org_id, space_id=project.space_id, source_id=source["id"]
     )

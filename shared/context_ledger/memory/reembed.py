@@ -47,6 +47,7 @@ from context_ledger.memory.chunks import chunk_path
 from context_ledger.memory.embedding import MEMORY_CLASSIFICATION, MemoryEmbedder, embed_contents
 from context_ledger.memory.projects import find_project
 from context_ledger.settings import Settings
+from context_ledger.sources import store as sources_store
 from context_ledger.spaces.permissions import Permission
 
 #: Embedded to learn the endpoint's dimension when none is configured. A constant, no memory's
@@ -131,14 +132,17 @@ def _reembed_batch(
         # The gate refused after all (the policy changed since it was read), or the endpoint
         # answered another dimension than the one configured: nothing of this batch is stored.
         return 0
+    store.store_vectors(conn, provider=provider, vectors=stored)  # unit vectors (embed_contents)
     client = embedder.client
-    store.store_vectors(
+    model = client.model if client is not None else None
+    sources_store.store_path_embeddings(
         conn,
         source_id=project.source_id,
-        provider=provider,
-        vectors=stored,  # unit vectors already (embed_contents)
-        chunk_paths={memory_id: chunk_path(memory_id) for memory_id in stored},
-        chunk_model=client.model if client is not None else None,
+        vectors={
+            chunk_path(memory_id): vector.tolist() if model is not None else None
+            for memory_id, vector in stored.items()
+        },
+        model=model,
     )
     return len(stored)
 

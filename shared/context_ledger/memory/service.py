@@ -46,6 +46,7 @@ from context_ledger.memory.projects import (
 from context_ledger.memory.reembed import withholds
 from context_ledger.memory.vector_cache import VectorCache
 from context_ledger.settings import Settings
+from context_ledger.sources import store as sources_store
 from context_ledger.spaces.permissions import Permission
 from context_ledger.text.budget import fit_to_budget
 from context_ledger.text.tokens import count_tokens
@@ -215,10 +216,14 @@ def _serve(
         search_text=redacted(policy.patterns, fields["content"], stage="indexing"),
         token_count=tokens,
         embedding=vector.tolist() if client is not None and vector is not None else None,
-        embedding_model=client.model if client is not None else None,
     )
     assert project.source_id is not None  # writers get a source (projects.find_project)
-    store.replace_chunk(conn, source_id=project.source_id, path=chunk_path(memory_id), chunk=chunk)
+    sources_store.replace_served_chunk(
+        conn,
+        source_id=project.source_id,
+        chunk=chunk,
+        model=client.model if client is not None else None,
+    )
 
 
 def _embedded(
@@ -508,7 +513,7 @@ def delete_memory(conn: psycopg.Connection, principal: Principal, key: str, memo
         conn, space_id=project.space_id, entry_id=memory_id, user=principal.user_id
     ):
         raise MemoryNotFoundError()
-    store.replace_chunk(conn, source_id=project.source_id, path=chunk_path(memory_id), chunk=None)
+    sources_store.remove_served_chunk(conn, source_id=project.source_id, path=chunk_path(memory_id))
 
 
 def record_access(
@@ -649,6 +654,193 @@ def _drop_oldest(found: store.Candidates) -> store.Candidates:
     )
 
 
+@dataclass(frozen=True, eq=False)
+class _RelevantQuery:
+    """A /relevant query's vector, and the provider the candidates are compared under."""
+
+    empty: bool
+    #: None: an empty query, or the gate sent nothing (nothing can match)
+    vector: np.ndarray | None
+    #: of ``vector`` (0: none)
+    dimensions: int
+    provider: str | None
+    #: what the candidates' ``compatible`` flags are computed for (0 and None: unknown)
+    known_dimensions: int
+    known_provider: str | None
+
+
+def _relevant_query(
+    conn: psycopg.Connection,
+    principal: Principal,
+    query: str,
+    delivery: Delivery,
+    deps: Dependencies,
+) -> _RelevantQuery:
+    """The query embedded through the DLP gate (an empty one embeds nothing)."""
+    empty = not query.strip()
+    vector = None
+    if not empty:
+        vector = embed_query(
+            conn,
+            org_id=principal.org_id,
+            embedder=deps.embedder,
+            settings=deps.settings,
+            policy=delivery.policy,
+            text=query,
+        )
+    dimensions = len(vector) if vector is not None else 0
+    # An empty query embeds nothing, so it knows the provider only when the dimension is
+    # configured: then its candidates still say which vectors are not yet re-embedded.
+    known_dimensions = dimensions or (deps.embedder.dimensions if empty else None) or 0
+    return _RelevantQuery(
+        empty=empty,
+        vector=vector,
+        dimensions=dimensions,
+        provider=deps.embedder.provider(dimensions) if dimensions else None,
+        known_dimensions=known_dimensions,
+        known_provider=deps.embedder.provider(known_dimensions) if known_dimensions else None,
+    )
+
+
+def _capped_candidates(
+    conn: psycopg.Connection, project: Project, asked: _RelevantQuery, deps: Dependencies
+) -> store.Candidates:
+    """The newest served entries, at most the candidate cap of them (the oldest dropped)."""
+    cap = deps.settings.memory_max_candidates
+    found = store.candidates(
+        conn,
+        space_id=project.space_id,
+        limit=cap + 1,
+        provider=asked.known_provider,
+        dimensions=asked.known_dimensions,
+    )
+    if len(found.ids) > cap:
+        logger.warning(
+            "memory candidates truncated to VENKAI_RETRIEVAL_MAX_CANDIDATES, oldest dropped",
+            extra={"project_space_id": str(project.space_id), "cap": cap},
+        )
+        found = _drop_oldest(found)
+    return found
+
+
+@dataclass(frozen=True, eq=False)
+class _Compared:
+    """Each candidate's similarity with the query, and whether its vector could be compared."""
+
+    similarity: np.ndarray
+    compatible: np.ndarray
+
+
+def _compared(
+    conn: psycopg.Connection,
+    project: Project,
+    found: store.Candidates,
+    asked: _RelevantQuery,
+    deps: Dependencies,
+) -> _Compared:
+    """The candidates' similarities: 1 for every one for an empty query, 0 without a query
+    vector, else the cosine with the vectors of the query's provider (from the vector cache,
+    which reads the missing ones)."""
+    count = len(found.ids)
+    if asked.empty:
+        return _Compared(np.ones(count), np.ones(count, dtype=bool))
+    vector, provider = asked.vector, asked.provider
+    if vector is None or provider is None:  # the gate sent nothing: nothing can match
+        return _Compared(np.zeros(count), np.zeros(count, dtype=bool))
+
+    def fetch(ids: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The missing vectors: by id when few, else all the candidates' in one scan."""
+        by_id = len(ids) * 2 <= count
+        return store.vectors(
+            conn,
+            space_id=project.space_id,
+            provider=provider,
+            dimensions=asked.dimensions,
+            ids=ids if by_id else None,
+            newest=None if by_id else count,
+        )
+
+    vectors, compatible = deps.vector_cache.vectors(
+        (project.space_id, provider),
+        dimensions=asked.dimensions,
+        ids=found.ids.tolist(),
+        updated_at=found.updated_at,
+        compatible=found.compatible,
+        fetch=fetch,
+    )
+    return _Compared(scoring.similarities(vector, vectors, compatible), compatible)
+
+
+@dataclass(frozen=True, eq=False)
+class _Ranking:
+    """Every candidate's score, and the positions answered, best first."""
+
+    scores: np.ndarray
+    top: list[int]
+    tokens_used: int | None
+
+
+def _ranked(
+    found: store.Candidates,
+    compared: _Compared,
+    *,
+    limit: int,
+    min_score: float | None,
+    token_budget: int | None,
+    deps: Dependencies,
+) -> _Ranking:
+    """The candidates scored and ranked, then the first ``limit`` of those at or above
+    ``min_score`` that fit ``token_budget`` (with the tokens they use)."""
+    scores = scoring.score(
+        similarity=compared.similarity,
+        recency=scoring.recency(deps.now().timestamp() - found.updated_at),
+        importance=found.importance,
+        frequency=scoring.frequency(found.access_count),
+    )
+    order = scoring.ranking(scores, found.created_at, found.id_number)
+    if min_score is not None:
+        order = order[scores[order] >= min_score]
+    used = None
+    if token_budget is not None:
+        order, used = fit_to_budget(order, token_budget, lambda i: int(found.token_count[i]))
+        order = order[:limit]
+        used = sum(int(found.token_count[i]) for i in order)
+    return _Ranking(scores=scores, top=[int(i) for i in order[:limit]], tokens_used=used)
+
+
+def _answered(
+    conn: psycopg.Connection,
+    project: Project,
+    delivery: Delivery,
+    found: store.Candidates,
+    compared: _Compared,
+    ranking: _Ranking,
+    *,
+    empty: bool,
+    label: str,
+) -> list[RelevantMemory]:
+    """The memories ranked on top, as delivered, with their scores and justifications."""
+    ids = [str(found.ids[i]) for i in ranking.top]
+    rows = {
+        row["id"]: row for row in store.memories_by_ids(conn, space_id=project.space_id, ids=ids)
+    }
+    return [
+        RelevantMemory(
+            memory=_memory(project, rows[found.ids[i]], delivery),
+            score=float(ranking.scores[i]),
+            similarity=float(compared.similarity[i]),
+            justification=_justification(
+                float(compared.similarity[i]),
+                empty=empty,
+                compatible=bool(compared.compatible[i]),
+                label=label,
+            ),
+        )
+        for i in ranking.top
+        if found.ids[i] in rows  # deleted since the candidates were read: skip
+    ]
+
+
 def relevant_memories(
     conn: psycopg.Connection,
     principal: Principal,
@@ -669,108 +861,32 @@ def relevant_memories(
     store.read_snapshot(conn)
     project = find_project(conn, principal, key, Permission.SEARCH)
     delivery = _delivery(conn, principal)
-    empty = not query.strip()
-    query_vector = None
-    if not empty:
-        query_vector = embed_query(
-            conn,
-            org_id=principal.org_id,
-            embedder=deps.embedder,
-            settings=deps.settings,
-            policy=delivery.policy,
-            text=query,
-        )
-    dimensions = len(query_vector) if query_vector is not None else 0
-    provider = deps.embedder.provider(dimensions) if dimensions else None
-    # An empty query embeds nothing, so it knows the provider only when the dimension is
-    # configured: then its candidates still say which vectors are not yet re-embedded.
-    known_dimensions = dimensions or (deps.embedder.dimensions if empty else None) or 0
-    known_provider = deps.embedder.provider(known_dimensions) if known_dimensions else None
-    cap = deps.settings.memory_max_candidates
-    found = store.candidates(
-        conn,
-        space_id=project.space_id,
-        limit=cap + 1,
-        provider=known_provider,
-        dimensions=known_dimensions,
-    )
-    if len(found.ids) > cap:
-        logger.warning(
-            "memory candidates truncated to VENKAI_RETRIEVAL_MAX_CANDIDATES, oldest dropped",
-            extra={"project_space_id": str(project.space_id), "cap": cap},
-        )
-        found = _drop_oldest(found)
+    asked = _relevant_query(conn, principal, query, delivery, deps)
+    found = _capped_candidates(conn, project, asked, deps)
     said = _stale_warning(
         conn,
         principal,
         found,
-        known=known_provider is not None,
-        label=deps.embedder.label(known_dimensions or None),
+        known=asked.known_provider is not None,
+        label=deps.embedder.label(asked.known_dimensions or None),
         delivery=delivery,
         deps=deps,
     )
-    if empty:
-        similarity = np.ones(len(found.ids))
-        compatible = np.ones(len(found.ids), dtype=bool)
-    elif query_vector is None or provider is None:  # the gate sent nothing: nothing can match
-        similarity = np.zeros(len(found.ids))
-        compatible = np.zeros(len(found.ids), dtype=bool)
-    else:
-
-        def fetch(ids: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
-            """The missing vectors: by id when few, else all the candidates' in one scan."""
-            by_id = len(ids) * 2 <= len(found.ids)
-            return store.vectors(
-                conn,
-                space_id=project.space_id,
-                provider=provider,
-                dimensions=dimensions,
-                ids=ids if by_id else None,
-                newest=None if by_id else len(found.ids),
-            )
-
-        vectors, compatible = deps.vector_cache.vectors(
-            (project.space_id, provider),
-            dimensions=dimensions,
-            ids=found.ids.tolist(),
-            updated_at=found.updated_at,
-            compatible=found.compatible,
-            fetch=fetch,
-        )
-        similarity = scoring.similarities(query_vector, vectors, compatible)
-    scores = scoring.score(
-        similarity=similarity,
-        recency=scoring.recency(deps.now().timestamp() - found.updated_at),
-        importance=found.importance,
-        frequency=scoring.frequency(found.access_count),
+    compared = _compared(conn, project, found, asked, deps)
+    ranking = _ranked(
+        found, compared, limit=limit, min_score=min_score, token_budget=token_budget, deps=deps
     )
-    order = scoring.ranking(scores, found.created_at, found.id_number)
-    if min_score is not None:
-        order = order[scores[order] >= min_score]
-    used = None
-    if token_budget is not None:
-        order, used = fit_to_budget(order, token_budget, lambda i: int(found.token_count[i]))
-        order = order[:limit]
-        used = sum(int(found.token_count[i]) for i in order)
-    top = [int(i) for i in order[:limit]]
-    ids = [str(found.ids[i]) for i in top]
-    rows = {
-        row["id"]: row for row in store.memories_by_ids(conn, space_id=project.space_id, ids=ids)
-    }
-    label = deps.embedder.label(dimensions or None)
-    memories = [
-        RelevantMemory(
-            memory=_memory(project, rows[found.ids[i]], delivery),
-            score=float(scores[i]),
-            similarity=float(similarity[i]),
-            justification=_justification(
-                float(similarity[i]), empty=empty, compatible=bool(compatible[i]), label=label
-            ),
-        )
-        for i in top
-        if found.ids[i] in rows  # deleted since the candidates were read: skip
-    ]
-    return RelevantAnswer(memories=memories, tokens_used=used, warnings=said)
+    memories = _answered(
+        conn,
+        project,
+        delivery,
+        found,
+        compared,
+        ranking,
+        empty=asked.empty,
+        label=deps.embedder.label(asked.dimensions or None),
+    )
+    return RelevantAnswer(memories=memories, tokens_used=ranking.tokens_used, warnings=said)
 
 
 def parse_memory_id(raw: str) -> str:

@@ -1,4 +1,5 @@
-"""SQL of the memory API: projects, entries, revisions and their chunks.
+"""SQL of the memory API: projects, entries and revisions. A memory's chunk, and its memory
+source's index version, are written by their tables' owner (sources/store.py).
 
 Every query is scoped by organisation or by a project space the caller already resolved within
 its organisation. "Served" entries are those not deleted and with an accepted revision.
@@ -31,14 +32,6 @@ _LOCK_KEY = "SELECT pg_advisory_xact_lock(hashtextextended(%(org_id)s::text || '
 _INSERT_PROJECT = """
 INSERT INTO memory_projects (space_id, org_id, source_id)
 VALUES (%(space_id)s, %(org_id)s, %(source_id)s)
-"""
-
-_FIRST_VERSION = """
-WITH version AS (
-    INSERT INTO index_versions (source_id, version, state, published_at)
-    VALUES (%(source_id)s, 1, 'published', now())
-)
-UPDATE sources SET index_version = 1, updated_at = now() WHERE id = %(source_id)s
 """
 
 _SERVED = "e.deleted_at IS NULL AND e.accepted_revision IS NOT NULL"
@@ -234,38 +227,6 @@ WHERE e.id = %(id)s AND e.space_id = %(space_id)s AND e.deleted_at IS NULL
 ORDER BY r.revision
 """
 
-_DROP_CHUNK = """
-DELETE FROM chunks WHERE source_id = %(source_id)s AND path = %(path)s
-RETURNING token_count, embedding IS NOT NULL AS embedded
-"""
-
-_INSERT_CHUNK = """
-INSERT INTO chunks (org_id, source_id, index_version, ordinal, path, content, content_sha256,
-                    token_count, tsv, embedding, embedding_model, metadata)
-SELECT s.org_id, s.id, s.index_version, 0, %(path)s, %(content)s, %(sha256)s, %(token_count)s,
-       to_tsvector('english', %(search_text)s), %(embedding)s, %(embedding_model)s, %(metadata)s
-FROM sources s WHERE s.id = %(source_id)s AND s.index_version > 0
-RETURNING token_count, embedding IS NOT NULL AS embedded
-"""
-
-# The served version's counters follow its chunks (one memory: one document, one chunk), and the
-# source is marked changed: a memory's chunk is replaced within the one served version, so its
-# updated_at is what tells a cached search that the source changed (retrieval/service.py).
-# Counters first, then the source, the order a publish locks them in (sources/store.py). The
-# clock, not now(): two writes of one source wait for each other's row lock, so the later one
-# always sets a later value, even when their transactions started at the same microsecond.
-_ADD_TO_COUNTS = """
-WITH counted AS (
-    UPDATE index_versions v
-    SET document_count = document_count + %(chunks)s, chunk_count = chunk_count + %(chunks)s,
-        token_count = token_count + %(tokens)s, embedded_count = embedded_count + %(embedded)s
-    FROM sources s
-    WHERE s.id = %(source_id)s AND v.source_id = s.id AND v.version = s.index_version
-    RETURNING v.source_id
-)
-UPDATE sources SET updated_at = clock_timestamp() WHERE id IN (SELECT source_id FROM counted)
-"""
-
 
 # --- re-embedding (memory/reembed.py) ------------------------------------------------------------
 # A served entry is stale when its vector is not of the given provider: another model or dimension,
@@ -312,17 +273,6 @@ FROM unnest(%(ids)s::text[], %(vectors)s::bytea[]) AS v(id, embedding_f32)
 WHERE e.id = v.id
 """
 
-# The memory's chunk carries the endpoint's vector for the context API's retrieval (none without
-# an endpoint), as a write leaves it (service._serve).
-_CHUNKS_EMBEDDED = """
-SELECT count(*) AS chunks, count(embedding) AS embedded
-FROM chunks WHERE source_id = %(source_id)s AND path = ANY(%(paths)s)
-"""
-_REEMBED_CHUNK = """
-UPDATE chunks SET embedding = %(embedding)s, embedding_model = %(embedding_model)s
-WHERE source_id = %(source_id)s AND path = %(path)s
-"""
-
 
 def project(conn: psycopg.Connection, *, org_id: uuid.UUID, key: str) -> Row | None:
     return conn.execute(_PROJECT, {"org_id": org_id, "key": key}).fetchone()
@@ -335,8 +285,7 @@ def lock_project_key(conn: psycopg.Connection, *, org_id: uuid.UUID, key: str) -
 def insert_project(
     conn: psycopg.Connection, *, org_id: uuid.UUID, space_id: uuid.UUID, source_id: uuid.UUID
 ) -> None:
-    """Register a project's new memory source and publish its (only) index version."""
-    conn.execute(_FIRST_VERSION, {"source_id": source_id})
+    """Register a project's new memory source."""
     conn.execute(_INSERT_PROJECT, {"space_id": space_id, "org_id": org_id, "source_id": source_id})
 
 
@@ -548,36 +497,6 @@ def revisions(conn: psycopg.Connection, *, space_id: uuid.UUID, entry_id: str) -
     return conn.execute(_REVISIONS, {"space_id": space_id, "id": entry_id}).fetchall()
 
 
-def replace_chunk(
-    conn: psycopg.Connection,
-    *,
-    source_id: uuid.UUID,
-    path: str,
-    chunk: Row | None,
-) -> None:
-    """Make ``chunk`` the memory's only chunk in its source's served version (None: remove it),
-    keeping that version's counters right."""
-    where = {"source_id": source_id, "path": path}
-    dropped = conn.execute(_DROP_CHUNK, where).fetchall()
-    added = []
-    if chunk is not None:
-        params = {**chunk, **where, "metadata": Jsonb(chunk["metadata"])}
-        added = conn.execute(_INSERT_CHUNK, params).fetchall()
-
-    def total(rows: list[Row], column: str) -> int:
-        return sum(int(row[column]) for row in rows)
-
-    conn.execute(
-        _ADD_TO_COUNTS,
-        {
-            "source_id": source_id,
-            "chunks": len(added) - len(dropped),
-            "tokens": total(added, "token_count") - total(dropped, "token_count"),
-            "embedded": total(added, "embedded") - total(dropped, "embedded"),
-        },
-    )
-
-
 @dataclass(frozen=True)
 class StaleProject:
     """A project holding served entries whose vector is not of the configured provider."""
@@ -612,17 +531,9 @@ def lock_stale_batch(
 
 
 def store_vectors(
-    conn: psycopg.Connection,
-    *,
-    source_id: uuid.UUID,
-    provider: str,
-    vectors: dict[str, np.ndarray],
-    chunk_paths: dict[str, str],
-    chunk_model: str | None,
+    conn: psycopg.Connection, *, provider: str, vectors: dict[str, np.ndarray]
 ) -> None:
-    """Give entries new unit vectors of ``provider`` (their content and revision unchanged), and
-    their chunks the same vectors under ``chunk_model`` (None: no endpoint, so no chunk vector),
-    keeping the served version's embedded count right and marking the source changed."""
+    """Give entries new unit vectors of ``provider`` (their content and revision unchanged)."""
     ids = list(vectors)
     conn.execute(
         _REEMBED,
@@ -630,32 +541,5 @@ def store_vectors(
             "provider": provider,
             "ids": ids,
             "vectors": [vectors[i].astype("<f4").tobytes() for i in ids],
-        },
-    )
-    paths = [chunk_paths[i] for i in ids]
-    where = {"source_id": source_id, "paths": paths}
-    before = conn.execute(_CHUNKS_EMBEDDED, where).fetchone()
-    assert before is not None
-    with conn.cursor() as cursor:
-        cursor.executemany(
-            _REEMBED_CHUNK,
-            [
-                {
-                    "source_id": source_id,
-                    "path": chunk_paths[i],
-                    "embedding": vectors[i].tolist() if chunk_model is not None else None,
-                    "embedding_model": chunk_model,
-                }
-                for i in ids
-            ],
-        )
-    embedded_now = before["chunks"] if chunk_model is not None else 0
-    conn.execute(
-        _ADD_TO_COUNTS,
-        {
-            "source_id": source_id,
-            "chunks": 0,
-            "tokens": 0,
-            "embedded": embedded_now - before["embedded"],
         },
     )

@@ -116,24 +116,17 @@ def _rows(cursor: psycopg.Cursor) -> list[dict]:
     return cursor.fetchall()
 
 
-def search_spaces(
-    conn: psycopg.Connection, principal: Principal, space_id: uuid.UUID | None
-) -> list[SearchSpace]:
-    """The spaces of the chain the caller may search, nearest first.
-
-    A start space that does not exist, belongs to another organisation or is invisible to the
-    caller is ``404 context.space.not_found``. Every permission a grant gives includes search, so
-    a space the caller can see is a space it can search.
-    """
-    return pending_search_spaces(conn, principal, space_id).result()
-
-
 def pending_search_spaces(
     conn: psycopg.Connection, principal: Principal, space_id: uuid.UUID | None
 ) -> Pending[list[SearchSpace]]:
-    """:func:`search_spaces`, sent now and read later (db/pending.py); an unknown start space
-    raises when read. Without a ``spaceId`` the caller's personal space (created on first use)
-    and the organisation space are sent together."""
+    """The spaces of the chain the caller may search, nearest first, sent now and read later
+    (db/pending.py).
+
+    A start space that does not exist, belongs to another organisation or is invisible to the
+    caller is ``404 context.space.not_found``, raised when read. Every permission a grant gives
+    includes search, so a space the caller can see is a space it can search. Without a
+    ``spaceId`` the caller's personal space (created on first use) and the organisation space
+    are sent together."""
     params = {"org_id": principal.org_id, "space_id": space_id, "subjects": principal.subjects}
     if space_id is not None:
         chain = send(conn, _CHAIN_FROM_SPACE, params, _rows)

@@ -61,6 +61,7 @@ from context_ledger.search.hybrid import rank
 from context_ledger.search.query import SearchQuery
 from context_ledger.search.vectors import pending_pgvector_available, require_pgvector
 from context_ledger.settings import SearchBackend, Settings
+from context_ledger.sources import store as sources_store
 from context_ledger.sources.model import SourceKind
 from context_ledger.spaces.levels import Level
 from context_ledger.spaces.weights import pending_weights
@@ -245,7 +246,7 @@ def _ranked_chunks(
         if per_level.get(level, 0) < request.max_per_level:
             per_level[level] = per_level.get(level, 0) + 1
             capped.append(ranked)
-    rows = store.chunks_by_id(
+    rows = sources_store.chunks_by_id(
         conn,
         org_id=principal.org_id,
         ids=[r.candidate.chunk_id for r in capped],
@@ -342,7 +343,7 @@ def _related_chunks(
         anchors=anchor_ids,
     )
     picks = pick_related(anchor_ids, edges, exclude={d.row["id"] for d in delivered})
-    rows = store.chunks_by_id(
+    rows = sources_store.chunks_by_id(
         conn,
         org_id=principal.org_id,
         ids=[p.chunk_id for p in picks],

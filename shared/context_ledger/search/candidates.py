@@ -62,40 +62,6 @@ def vector_score(similarity: float | None) -> float:
     return min(1.0, max(0.0, similarity))
 
 
-def find_candidates(
-    conn: Connection,
-    *,
-    org_id: uuid.UUID,
-    source_ids: Sequence[uuid.UUID],
-    query: str,
-    query_vector: Sequence[float] | None,
-    backend: SearchBackend,
-    limit: int = 100,
-    ef_search: int = DEFAULT_HNSW_EF_SEARCH,
-    side_connection: Connection | None = None,
-) -> list[Candidate]:
-    """Every chunk found by either search, in chunk id order (search/hybrid.py ranks them).
-
-    Only the current index version of the given sources of ``org_id`` is searched. Without a
-    query vector the search is full-text only. The pgvector backend raises
-    PgvectorUnavailableError (503) when the database has no pgvector; it explores ``ef_search``
-    candidates at a time (pgvector_backend.py). The query's terms are read first
-    (:func:`with_terms`); :func:`search_candidates` does the rest.
-    """
-    if limit < 1:
-        raise ValueError("limit must be at least 1")
-    if not source_ids:
-        return []
-    search = with_terms(
-        conn,
-        SearchQuery(org_id, source_ids, query, query_vector, limit),
-        versions=query_vector is not None and backend is SearchBackend.PGVECTOR,
-    )
-    return search_candidates(
-        conn, [search], backend=backend, ef_search=ef_search, side_connection=side_connection
-    )
-
-
 def search_candidates(
     conn: Connection,
     searches: Sequence[SearchQuery],
@@ -104,9 +70,14 @@ def search_candidates(
     ef_search: int = DEFAULT_HNSW_EF_SEARCH,
     side_connection: Connection | None = None,
 ) -> list[Candidate]:
-    """:func:`find_candidates` for searches whose terms were read (:func:`pending_terms`; with
-    the sources' current versions for the pgvector backend): one text search and, with a query
-    vector, one vector search per :class:`SearchQuery`, each keeping its own ``limit`` hits.
+    """Every chunk found by either search, in chunk id order (search/hybrid.py ranks them), for
+    searches whose terms were read (:func:`pending_terms`, :func:`with_terms`; with the sources'
+    current versions for the pgvector backend): one text search and, with a query vector, one
+    vector search per :class:`SearchQuery`, each keeping its own ``limit`` hits. Only the
+    current index version of each search's sources of its organisation is searched; without a
+    query vector a search is full-text only. The pgvector backend raises
+    PgvectorUnavailableError (503) when the database has no pgvector; it explores
+    ``ef_search`` candidates at a time (pgvector_backend.py).
 
     Several searches are the parts of one step (a chain's levels, retrieval/service.py), so
     each part contributes its best even where another part holds many stronger matches; their

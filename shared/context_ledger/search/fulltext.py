@@ -212,13 +212,9 @@ class TermCounts:
         ]
 
 
-def text_terms(conn: Connection, query: SearchQuery) -> TextTerms:
-    """The query's terms with their BM25 weights over the searched versions (one statement)."""
-    return pending_text_terms(conn, query).result().terms()
-
-
 def pending_text_terms(conn: Connection, query: SearchQuery) -> Pending[TermCounts]:
-    """The query's term counts per searched source, sent now and read later (db/pending.py)."""
+    """The query's term counts per searched source, sent now and read later (db/pending.py);
+    their ``terms()`` are the query's terms with their BM25 weights over the searched versions."""
     return send(conn, _TERM_STATS, query.params(), _read_counts)
 
 

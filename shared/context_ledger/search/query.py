@@ -48,7 +48,8 @@ class SearchQuery:
     """What one search step looks for, where, and how many hits each search keeps.
 
     The text is searched as code would be indexed (identifiers split), whatever the sources.
-    ``terms`` come from :func:`text_terms` (without them no chunk has a text rank);
+    ``terms`` are the query's term counts read by ``search.fulltext.pending_text_terms`` (or
+    the chain's, ``retrieval/chain.py``), weighted (without them no chunk has a text rank);
     ``versions`` and ``levels``, the current index version and the space level of each searched
     source, as read in the same step (``sources.searchable.pending_current_versions``; only the
     HNSW statement needs them: it searches each level's index with the versions as filters).

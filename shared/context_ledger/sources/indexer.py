@@ -26,97 +26,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 from context_ledger.dlp.classification import Classification
 from context_ledger.dlp.gate import EmbeddingGate
 from context_ledger.dlp.redaction import CustomPattern
 from context_ledger.dlp.texts import redacted
+from context_ledger.sources import store
 from context_ledger.sources.chunking import chunk_document
 from context_ledger.sources.chunking.identifiers import search_text
 from context_ledger.sources.code_graph import build_code_graph, graph_language
 from context_ledger.sources.model import Chunk, Document, SourceKind
-
-_CREATE_LOAD_TABLE = """
-CREATE TEMP TABLE chunk_load (
-    id uuid, ordinal integer, path text, language text, symbol text, start_line integer,
-    end_line integer, content text, content_sha256 bytea, token_count integer,
-    search_text text, embedding real[], metadata jsonb
-) ON COMMIT DROP
-"""
-
-_COPY_LOAD = """
-COPY chunk_load (id, ordinal, path, language, symbol, start_line, end_line, content,
-                 content_sha256, token_count, search_text, embedding, metadata) FROM STDIN
-"""
-
-_REPLACE_PATHS = """
-DELETE FROM chunks
-WHERE source_id = %(source_id)s AND index_version = %(version)s AND path = ANY(%(paths)s)
-"""
-
-_INSERT_FROM_LOAD = """
-INSERT INTO chunks (id, org_id, source_id, index_version, ordinal, path, language, symbol,
-                    start_line, end_line, content, content_sha256, token_count, tsv, embedding,
-                    embedding_model, metadata)
-SELECT id, %(org_id)s, %(source_id)s, %(version)s, ordinal, path, language, symbol, start_line,
-       end_line, content, content_sha256, token_count, to_tsvector('english', search_text),
-       embedding, CASE WHEN embedding IS NULL THEN NULL ELSE %(model)s END, metadata
-FROM chunk_load
-"""
-
-_REUSABLE_EMBEDDINGS = """
-SELECT DISTINCT ON (content_sha256) content_sha256, embedding
-FROM chunks
-WHERE source_id = %(source_id)s AND index_version = %(version)s
-  AND embedding_model = %(model)s AND content_sha256 = ANY(%(hashes)s)
-"""
-
-_STORE_DOCUMENT = """
-INSERT INTO index_documents (source_id, index_version, path, language, content)
-VALUES (%(source_id)s, %(version)s, %(path)s, %(language)s, %(content)s)
-ON CONFLICT (source_id, index_version, path)
-DO UPDATE SET language = EXCLUDED.language, content = EXCLUDED.content
-"""
-
-_BUILD_DOCUMENTS = """
-SELECT path, language, content FROM index_documents
-WHERE source_id = %(source_id)s AND index_version = %(version)s
-"""
-
-_SYMBOL_CHUNKS = """
-SELECT DISTINCT ON (path, symbol) id, path, symbol
-FROM chunks
-WHERE source_id = %(source_id)s AND index_version = %(version)s AND symbol IS NOT NULL
-ORDER BY path, symbol, ordinal
-"""
-
-_INSERT_EDGE = """
-INSERT INTO code_edges (source_id, index_version, from_chunk_id, to_chunk_id, relation)
-VALUES (%(source_id)s, %(version)s, %(from_id)s, %(to_id)s, %(relation)s)
-ON CONFLICT DO NOTHING
-"""
-
-_BUILD_COUNTS = """
-SELECT count(DISTINCT path) AS documents, count(*) AS chunks,
-       COALESCE(sum(token_count), 0) AS tokens, count(embedding) AS embedded
-FROM chunks WHERE source_id = %(source_id)s AND index_version = %(version)s
-"""
-
-_SET_COUNTS = """
-UPDATE index_versions
-SET document_count = %(documents)s, chunk_count = %(chunks)s, token_count = %(tokens)s,
-    embedded_count = %(embedded)s
-WHERE source_id = %(source_id)s AND version = %(version)s
-"""
-
-_DROP_BUILD_DOCUMENTS = """
-DELETE FROM index_documents WHERE source_id = %(source_id)s AND index_version = %(version)s
-"""
-
-_DROP_BUILD_CHUNKS = """
-DELETE FROM chunks WHERE source_id = %(source_id)s AND index_version = %(version)s
-"""
 
 
 @dataclass(frozen=True)
@@ -201,16 +120,13 @@ def _embeddings(
         return [None] * len(chunks), 0
     reused: dict[bytes, list[float]] = {}
     if target.published_version:
-        rows = conn.execute(
-            _REUSABLE_EMBEDDINGS,
-            {
-                "source_id": target.source_id,
-                "version": target.published_version,
-                "model": gate.client.model,
-                "hashes": list({c.content_sha256 for c in chunks}),
-            },
-        ).fetchall()
-        reused = {bytes(row["content_sha256"]): row["embedding"] for row in rows}
+        reused = store.embeddings_by_content(
+            conn,
+            source_id=target.source_id,
+            hashes=list({c.content_sha256 for c in chunks}),
+            model=gate.client.model,
+            version=target.published_version,
+        )
     missing = [i for i, c in enumerate(chunks) if c.content_sha256 not in reused]
     fresh = gate.embed_source_texts(
         classification=target.classification, texts=[chunks[i].content for i in missing]
@@ -236,36 +152,41 @@ def add_documents(
     chunks = [chunk for _, chunk in numbered]
     search_texts = _search_texts(chunks, gate.policy.patterns)
     vectors, reused = _embeddings(conn, target, chunks, gate)
-    where = {"source_id": target.source_id, "version": target.version}
-    conn.execute(_REPLACE_PATHS, {**where, "paths": sorted({d.path for d in documents})})
-    conn.execute(_CREATE_LOAD_TABLE)
-    with conn.cursor() as cursor, cursor.copy(_COPY_LOAD) as copy:
-        for (ordinal, chunk), text, vector in zip(numbered, search_texts, vectors, strict=True):
-            copy.write_row(
-                (
-                    uuid.uuid4(),
-                    ordinal,
-                    chunk.path,
-                    chunk.language,
-                    chunk.symbol,
-                    chunk.start_line,
-                    chunk.end_line,
-                    chunk.content,
-                    chunk.content_sha256,
-                    chunk.token_count,
-                    text,
-                    vector,
-                    Jsonb(chunk.metadata),
-                )
+    store.replace_build_chunks(
+        conn,
+        org_id=target.org_id,
+        source_id=target.source_id,
+        version=target.version,
+        paths=sorted({d.path for d in documents}),
+        chunks=[
+            store.NewChunk(
+                path=chunk.path,
+                ordinal=ordinal,
+                content=chunk.content,
+                content_sha256=chunk.content_sha256,
+                token_count=chunk.token_count,
+                search_text=text,
+                embedding=vector,
+                metadata=chunk.metadata,
+                language=chunk.language,
+                symbol=chunk.symbol,
+                start_line=chunk.start_line,
+                end_line=chunk.end_line,
             )
-    model = gate.model
-    conn.execute(_INSERT_FROM_LOAD, {**where, "org_id": target.org_id, "model": model})
+            for (ordinal, chunk), text, vector in zip(numbered, search_texts, vectors, strict=True)
+        ],
+        model=gate.model,
+    )
     for document in documents:
         language = graph_language(document)
         if language is not None:
-            conn.execute(
-                _STORE_DOCUMENT,
-                {**where, "path": document.path, "language": language, "content": document.content},
+            store.store_graph_document(
+                conn,
+                source_id=target.source_id,
+                version=target.version,
+                path=document.path,
+                language=language,
+                content=document.content,
             )
     return BatchStats(
         documents=len(documents),
@@ -291,37 +212,29 @@ def _chunk_of(
 
 def link_code_graph(conn: psycopg.Connection, *, source_id: uuid.UUID, version: int) -> int:
     """Compute the build's code graph from its stored documents and store the edges."""
-    where = {"source_id": source_id, "version": version}
     documents = [
         Document(path=row["path"], content=row["content"], language=row["language"])
-        for row in conn.execute(_BUILD_DOCUMENTS, where)
+        for row in store.graph_documents(conn, source_id=source_id, version=version)
     ]
     if not documents:
         return 0
-    chunk_ids = {
-        (row["path"], row["symbol"]): row["id"] for row in conn.execute(_SYMBOL_CHUNKS, where)
-    }
+    symbols = store.symbol_chunks(conn, source_id=source_id, version=version)
+    chunk_ids = {(row["path"], row["symbol"]): row["id"] for row in symbols}
     edges = []
     for edge in build_code_graph(documents):
         from_id = _chunk_of(chunk_ids, edge.from_path, edge.from_symbol)
         to_id = _chunk_of(chunk_ids, edge.to_path, edge.to_symbol)
         if from_id and to_id and from_id != to_id:
-            edges.append(
-                {**where, "from_id": from_id, "to_id": to_id, "relation": edge.relation.value}
-            )
-    with conn.cursor() as cursor:
-        cursor.executemany(_INSERT_EDGE, edges)
-    conn.execute(_DROP_BUILD_DOCUMENTS, where)
-    return len({(e["from_id"], e["to_id"], e["relation"]) for e in edges})
+            edges.append((from_id, to_id, edge.relation.value))
+    store.insert_edges(conn, source_id=source_id, version=version, edges=edges)
+    store.drop_graph_documents(conn, source_id=source_id, version=version)
+    return len(set(edges))
 
 
 def finish_build(conn: psycopg.Connection, *, source_id: uuid.UUID, version: int) -> BuildCounts:
     """Link the code graph and record the build's counts (before it is published)."""
     edges = link_code_graph(conn, source_id=source_id, version=version)
-    where = {"source_id": source_id, "version": version}
-    row = conn.execute(_BUILD_COUNTS, where).fetchone()
-    assert row is not None
-    conn.execute(_SET_COUNTS, {**where, **row})
+    row = store.record_build_counts(conn, source_id=source_id, version=version)
     return BuildCounts(
         documents=row["documents"],
         chunks=row["chunks"],
@@ -329,11 +242,3 @@ def finish_build(conn: psycopg.Connection, *, source_id: uuid.UUID, version: int
         embedded=row["embedded"],
         edges=edges,
     )
-
-
-def discard_build(conn: psycopg.Connection, *, source_id: uuid.UUID, version: int) -> None:
-    """Delete what an open build stored (its chunks, their edges, its documents), before the
-    build is marked aborted."""
-    where = {"source_id": source_id, "version": version}
-    conn.execute(_DROP_BUILD_DOCUMENTS, where)
-    conn.execute(_DROP_BUILD_CHUNKS, where)

@@ -34,60 +34,9 @@ import psycopg
 
 from context_ledger.dlp.classification import Classification
 from context_ledger.dlp.gate import EmbeddingGate, Refusal
-from context_ledger.sources.store import store_embeddings
+from context_ledger.sources import store
 
 DEFAULT_BATCH_SIZE = 64
-
-#: A stale chunk, for ``model`` and ``dims`` (NULL: any dimension).
-_STALE = """
-(c.embedding IS NULL OR c.embedding_model IS DISTINCT FROM %(model)s
- OR (%(dims)s::integer IS NOT NULL AND c.embedding_dims <> %(dims)s::integer))
-"""
-
-_SOURCES = f"""
-SELECT s.org_id, s.id, s.name, s.classification, s.index_version AS version,
-       count(c.id) FILTER (WHERE c.embedding IS NULL) AS unembedded,
-       count(c.id) FILTER (WHERE c.embedding IS NOT NULL AND {_STALE}) AS other_model
-FROM sources s
-JOIN chunks c ON c.source_id = s.id AND c.index_version = s.index_version
-WHERE s.index_version > 0
-  AND (%(org_id)s::uuid IS NULL OR s.org_id = %(org_id)s::uuid)
-  AND (%(source_id)s::uuid IS NULL OR s.id = %(source_id)s::uuid)
-  AND NOT EXISTS (SELECT 1 FROM memory_projects m WHERE m.source_id = s.id)
-GROUP BY s.org_id, s.id
-ORDER BY s.org_id, s.created_at, s.id
-"""
-
-#: The next stale chunks of the version listed, while it is still the published one (a source
-#: republished meanwhile was built with the ingest's own model: the run stops there).
-_STALE_BATCH = f"""
-SELECT c.id, c.content, c.content_sha256, c.embedding IS NULL AS unembedded
-FROM chunks c JOIN sources s ON s.id = c.source_id AND c.index_version = s.index_version
-WHERE s.id = %(source_id)s AND s.index_version = %(version)s AND {_STALE}
-  AND (%(after)s::uuid IS NULL OR c.id > %(after)s::uuid)
-ORDER BY c.id
-LIMIT %(limit)s
-"""
-
-_REUSABLE = """
-SELECT DISTINCT ON (c.content_sha256) c.content_sha256, c.embedding
-FROM chunks c
-WHERE c.source_id = %(source_id)s AND c.content_sha256 = ANY(%(hashes)s)
-  AND c.embedding IS NOT NULL AND c.embedding_model = %(model)s
-  AND (%(dims)s::integer IS NULL OR c.embedding_dims = %(dims)s::integer)
-"""
-
-_CLEAR_OTHER_MODEL = f"""
-UPDATE chunks c SET embedding = NULL, embedding_model = NULL
-WHERE c.source_id = %(source_id)s AND c.index_version = %(version)s
-  AND c.embedding IS NOT NULL AND {_STALE}
-"""
-
-#: The version's ``embedded_count`` (the sources API reports it), moved by what a batch changed.
-_ADD_EMBEDDED = """
-UPDATE index_versions SET embedded_count = embedded_count + %(added)s
-WHERE source_id = %(source_id)s AND version = %(version)s
-"""
 
 
 @dataclass(frozen=True)
@@ -133,10 +82,9 @@ def stale_sources(
     source_id: uuid.UUID | None = None,
 ) -> list[StaleSource]:
     """Every source (of ``org_id``, or only ``source_id``) with stale chunks, oldest first."""
-    rows = conn.execute(
-        _SOURCES,
-        {"model": model, "dims": dimensions, "org_id": org_id, "source_id": source_id},
-    ).fetchall()
+    rows = store.sources_with_stale_chunks(
+        conn, model=model, dimensions=dimensions, org_id=org_id, source_id=source_id
+    )
     return [
         StaleSource(
             org_id=row["org_id"],
@@ -178,30 +126,37 @@ def reembed_source(
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     model, dims = gate.model, gate.client.dimensions if gate.client else None
-    params = {"source_id": source.id, "version": source.version, "model": model, "dims": dims}
     refusal = gate.refusal(source.classification)
     if model is None:  # no endpoint: nothing to compare with, nothing is cleared either
         return Reembedded(source, refusal=Refusal.NO_ENDPOINT)
     if refusal is not None:
         with conn.transaction():
-            cleared = conn.execute(_CLEAR_OTHER_MODEL, params).rowcount
-            conn.execute(_ADD_EMBEDDED, {**params, "added": -cleared})
+            cleared = store.clear_other_model_embeddings(
+                conn, source_id=source.id, version=source.version, model=model, dimensions=dims
+            )
+            store.add_counts(conn, source_id=source.id, version=source.version, embedded=-cleared)
         progress(cleared)
         return Reembedded(source, cleared=cleared, refusal=refusal)
     embedded = reused = 0
     after: uuid.UUID | None = None
     while True:
-        batch = conn.execute(
-            _STALE_BATCH, {**params, "after": after, "limit": batch_size}
-        ).fetchall()
+        batch = store.stale_chunks(
+            conn,
+            source_id=source.id,
+            version=source.version,
+            model=model,
+            dimensions=dims,
+            after=after,
+            limit=batch_size,
+        )
         if not batch:
             break
-        vectors, copied = _vectors(conn, source, gate, batch, params)
+        vectors, copied = _vectors(conn, source, gate, batch, model=model, dimensions=dims)
         rows = [(row["id"], vector) for row, vector in zip(batch, vectors, strict=True)]
         with conn.transaction():
-            store_embeddings(conn, rows, model)
+            store.store_embeddings(conn, rows, model)
             added = sum(row["unembedded"] for row in batch)
-            conn.execute(_ADD_EMBEDDED, {**params, "added": added})
+            store.add_counts(conn, source_id=source.id, version=source.version, embedded=added)
         embedded += len(batch)
         reused += copied
         after = batch[-1]["id"]
@@ -214,16 +169,20 @@ def _vectors(
     source: StaleSource,
     gate: EmbeddingGate,
     batch: Sequence[dict],
-    params: dict,
+    *,
+    model: str,
+    dimensions: int | None,
 ) -> tuple[list[list[float]], int]:
     """One vector per chunk of ``batch``: copied by content hash where the source has one of
     this model, else embedded through the gate (each distinct content once). The caller has
     checked that the gate lets this source through."""
-    hashes = list({bytes(row["content_sha256"]) for row in batch})
-    known = {
-        bytes(row["content_sha256"]): row["embedding"]
-        for row in conn.execute(_REUSABLE, {**params, "hashes": hashes})
-    }
+    known = store.embeddings_by_content(
+        conn,
+        source_id=source.id,
+        hashes=list({bytes(row["content_sha256"]) for row in batch}),
+        model=model,
+        dims=dimensions,
+    )
     missing: dict[bytes, str] = {}
     for row in batch:
         sha = bytes(row["content_sha256"])

@@ -6,7 +6,7 @@ one exception states the same rule as filters on chunk columns: the pgvector bac
 whose index the planner will not use under the join. It filters on each source's current version
 as read in the same search step (by :func:`pending_current_versions`, or with the sources'
 rows: ``retrieval/chain.py``), and the answer reads only the rows of those versions
-(``retrieval/store.py``).
+(``sources.store.chunks_by_id``).
 """
 
 from __future__ import annotations
@@ -39,19 +39,6 @@ _CURRENT_VERSIONS = """
 SELECT s.id, s.index_version, sp.level FROM sources s JOIN spaces sp ON sp.id = s.space_id
 WHERE s.org_id = %(org_id)s AND s.id = ANY(%(source_ids)s) AND s.index_version > 0
 """
-
-_CURRENT_CHUNKS = f"""
-SELECT c.id, c.source_id, c.index_version, c.path, c.symbol, c.content
-FROM {SEARCHABLE_CHUNKS}
-ORDER BY c.path, c.ordinal
-"""
-
-
-def current_chunks(
-    conn: psycopg.Connection, *, org_id: uuid.UUID, source_ids: list[uuid.UUID]
-) -> list[dict]:
-    """Every searchable chunk of the given sources (for inspection and tests)."""
-    return conn.execute(_CURRENT_CHUNKS, {"org_id": org_id, "source_ids": source_ids}).fetchall()
 
 
 def pending_current_versions(

@@ -206,7 +206,7 @@ def abort_build(
     searches serve is untouched. ``context-ledger ingest`` calls it when a step fails."""
     source = _source(conn, principal, source_id, Permission.ADMIN, action="indexing", lock=True)
     _open_build(conn, source, version)
-    indexer.discard_build(conn, source_id=source_id, version=version)
+    store.discard_build(conn, source_id=source_id, version=version)
     return store.abort_version(conn, source_id=source_id, version=version)
 
 

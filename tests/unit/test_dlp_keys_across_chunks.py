@@ -77,6 +77,63 @@ def test_escaped_key_in_a_tfstate_leaves_no_piece_in_any_chunk(
         assert _longest_leak(body_lines, redacted) == 0, [c.content[:80] for c in chunks]
 
 
+def _one_line(pem: str) -> str:
+    """A key pasted into a ``.env`` with its breaks removed."""
+    return "RSA_KEY=" + pem.replace("\n", "") + "\n"
+
+
+def _php_json(pem: str) -> str:
+    """A service account's JSON as PHP's ``json_encode`` writes it: slashes escaped too."""
+    return json.dumps({"type": "service_account", "private_key": pem + "\n"}).replace("/", "\\/")
+
+
+def _json_in_json(pem: str) -> str:
+    """A secret's JSON stored as a string inside JSON (a Secrets Manager ``SecretString``)."""
+    return json.dumps({"SecretString": json.dumps({"private_key": pem + "\n"})})
+
+
+def _joined_by_spaces(pem: str) -> str:
+    return "KEY=" + pem.replace("\n", " ") + "\n"
+
+
+@pytest.mark.parametrize(
+    ("path", "write"),
+    [
+        ("one-line.env", _one_line),
+        ("service-account.json", _php_json),
+        ("secret.json", _json_in_json),
+        ("spaces.env", _joined_by_spaces),
+    ],
+    ids=["no breaks", "slashes escaped", "json in json", "joined by spaces"],
+)
+@pytest.mark.parametrize("der_bytes", [1190, 2374], ids=["2048-bit", "4096-bit"])
+def test_a_key_written_any_way_leaves_no_piece_in_any_chunk(path, write, der_bytes) -> None:
+    rng = random.Random(der_bytes)
+    for padding in range(0, 900, 150):
+        pem = _pem(rng, "PRIVATE KEY", der_bytes, 64, "\n")
+        text = "# " + "x" * padding + "\n" + write(pem)
+        chunks = chunk_document(Document(path, text), kind=SourceKind.CODEBASE)
+        redacted = [REDACTOR.redact(chunk.content).text for chunk in chunks]
+        body_lines = [line.replace("/", "") for line in pem.split("\n")[1:-1]]
+        # slashes may be escaped in the text, so pieces are looked for without them
+        unslashed = [text.replace("\\/", "").replace("/", "") for text in redacted]
+        assert _longest_leak(body_lines, unslashed) == 0, (padding, len(chunks))
+
+
+def test_a_certificate_after_a_key_in_one_json_line_stays_readable() -> None:
+    rng = random.Random(11)
+    key = _pem(rng, "EC PRIVATE KEY", 121, 64, "\n")
+    body = base64.b64encode(rng.randbytes(900)).decode()
+    lines = "\n".join(body[i : i + 64] for i in range(0, len(body), 64))
+    cert = f"-----BEGIN CERTIFICATE-----\n{lines}\n-----END CERTIFICATE-----\n"
+    text = json.dumps({"private_key_pem": key + "\n", "cert_pem": cert})
+
+    redacted = REDACTOR.redact(text).text
+
+    assert key.split("\n")[1][:20] not in redacted
+    assert json.loads(redacted)["cert_pem"] == cert
+
+
 def test_a_tfstate_key_is_cut_into_chunks_holding_neither_end() -> None:
     """The case the body detector exists for: a middle chunk without BEGIN or END."""
     rng = random.Random(7)

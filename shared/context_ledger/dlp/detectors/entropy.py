@@ -131,14 +131,14 @@ def _random_looking(value: str) -> bool:
     )
 
 
-def public_spans(text: str) -> list[tuple[int, int]]:
+def _public_spans(text: str) -> list[tuple[int, int]]:
     """Where certificates and public keys sit: random-looking, and meant to be shared."""
     if "-----BEGIN " not in text and "X509Certificate" not in text:
         return []
     return [match.span() for match in _PUBLIC_BLOCK.finditer(text)]
 
 
-def inside(position: int, spans: list[tuple[int, int]]) -> bool:
+def _inside(position: int, spans: list[tuple[int, int]]) -> bool:
     return any(start <= position < end for start, end in spans)
 
 
@@ -205,12 +205,12 @@ class HighEntropyDetector:
     )
 
     def find(self, text: str) -> Iterator[Finding]:
-        public = public_spans(text)
+        public = _public_spans(text)
         for start, end in base64_runs(text):
             value = text[start:end]
             if (
                 len(value) >= _MIN_RUN
-                and not inside(start, public)
+                and not _inside(start, public)
                 and not _PUBLIC_KEY.match(value)
                 and not _OBJECT_ID.fullmatch(value)
                 and not _PUBLIC_KEY_NAME.search(text, max(0, start - 24), max(0, start - 1))
@@ -239,7 +239,7 @@ class AssignedEntropyDetector:
     gate = None
 
     def find(self, text: str) -> Iterator[Finding]:
-        public = public_spans(text)
+        public = _public_spans(text)
         for start, end in _assigned_values(text):
-            if not inside(start, public) and _random_value(text[start:end]):
+            if not _inside(start, public) and _random_value(text[start:end]):
                 yield Finding(start, end, "high_entropy")

@@ -16,7 +16,6 @@ from context_ledger.dlp.detectors.assignment import (
     looks_secret,
 )
 from context_ledger.dlp.detectors.base import Detector, Finding, RegexDetector, Validator
-from context_ledger.dlp.detectors.entropy import inside, public_spans
 from context_ledger.dlp.detectors.runs import decode
 from context_ledger.dlp.detectors.tables import CsvColumnDetector
 
@@ -118,39 +117,95 @@ def _token(kind: str, pattern: str, gate: str, validate: Validator | None = None
     return RegexDetector(kind, re.compile(pattern + _END), gate, validate=standalone)
 
 
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+#: What a key's body is written with: its alphabet, line breaks as written, and the backslashes
+#: of breaks and slashes escaped in a string (``\n``, ``\/`` as PHP writes it, ``\\n`` in a
+#: JSON string inside a JSON string).
+_KEY_BODY = _BASE64 | frozenset("\\\r\n")
+_ARMOUR = re.compile(r"-----(BEGIN|END) ([A-Z0-9 ]{1,40})-----")
+_PUBLIC_ARMOUR = re.compile(r"CERTIFICATE|PUBLIC KEY|X509 CRL")
+
+
+def _beside_public_armour(text: str, start: int, end: int) -> bool:
+    """Whether the nearest armour before ``start`` opens, or the nearest after ``end`` closes,
+    a certificate or public key: a body between them is public material, however cut."""
+    before = list(_ARMOUR.finditer(text, 0, start))
+    if before and before[-1].group(1) == "BEGIN" and _PUBLIC_ARMOUR.search(before[-1].group(2)):
+        return True
+    after = _ARMOUR.search(text, end)
+    return bool(after and after.group(1) == "END" and _PUBLIC_ARMOUR.search(after.group(2)))
+
+
+class KeyFragmentDetector:
+    r"""A private key's BEGIN without its END, or END without its BEGIN, with all of the body
+    the text holds on that side, however it is written.
+
+    A chunk boundary cuts a key anywhere: in a tfstate's or a service account's JSON string
+    (breaks escaped as ``\n``, slashes as ``\/``), a key written on one line with no breaks at
+    all, a key inside a JSON string inside a JSON string (``\\n``). The private-key pattern's
+    own partial forms read line by line and stop at what they do not know; here the body is
+    walked from the marker over its alphabet, breaks and escapes, once per marker (linear
+    whatever the text). After a BEGIN, spaces go with it too (a key pasted with its lines
+    joined by spaces): what follows a BEGIN whose END is not in the text is the key.
+    """
+
+    kinds = ("private_key",)
+    gate = "PRIVATE KEY"
+    _begin = re.compile(_PEM_BEGIN)
+    _end = re.compile(_PEM_END)
+    _after_begin = _KEY_BODY | frozenset(" \t")
+
+    def find(self, text: str) -> Iterator[Finding]:
+        ends = list(self._end.finditer(text))
+        begins = list(self._begin.finditer(text))
+        for begin in begins:
+            if not any(end.start() > begin.end() for end in ends):
+                stop = begin.end()
+                while stop < len(text) and text[stop] in self._after_begin:
+                    stop += 1
+                yield Finding(begin.start(), stop, "private_key")
+        for end in ends:
+            if not any(begin.end() < end.start() for begin in begins):
+                start = end.start()
+                while start > 0 and text[start - 1] in _KEY_BODY:
+                    start -= 1
+                yield Finding(start, end.end(), "private_key")
+
+
 class EscapedKeyBodyDetector:
-    """The body of a key whose lines are escaped in a string, where a chunk holds neither end.
+    r"""The body of a key whose lines are escaped in a string, where a chunk holds neither end.
 
     A tfstate's 4,096-bit key is one JSON line of ~3,200 characters; the chunker cuts it twice,
     and the middle chunk holds lines of the body without the BEGIN or END that the private-key
     pattern starts from. The entropy detector takes most of those lines but not the short pieces
     the cuts leave at either end. Two or more full-width lines (RFC 7468 writes 64 characters,
-    OpenSSH 70, MIME 76) between escaped breaks are a body; the partial lines before and after
-    them go with it. Inside a certificate or public key shown whole, the body stays readable.
+    OpenSSH 70, MIME 76; a slash may be escaped, ``\/``) between escaped breaks (``\n``, or
+    ``\\n`` in a JSON string inside a JSON string) are a body; the partial lines before and
+    after them go with it. A body beside a certificate's or public key's armour stays readable.
     """
 
     kinds = ("private_key",)
-    gate = r"[A-Za-z0-9+/]{4}(?:\\r)?\\n[A-Za-z0-9+/]{4}"
-    _lines = re.compile(r"(?:(?:\\r)?\\n[A-Za-z0-9+/]{60,76}(?![A-Za-z0-9+/])){2,}")
-    _after = re.compile(r"(?:(?:\\r)?\\n)?[A-Za-z0-9+/=]{0,76}")
-    _alphabet = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+    gate = r"[A-Za-z0-9+/]{4}(?:\\+r)?\\+n[A-Za-z0-9+/\\]{4}"
+    _lines = re.compile(r"(?:(?:\\+r)?\\+n(?:[A-Za-z0-9+]|\\*/){60,76}(?![A-Za-z0-9+/])){2,}")
 
     def find(self, text: str) -> Iterator[Finding]:
-        public = public_spans(text)
         for match in self._lines.finditer(text):
-            start = match.start()
-            if inside(start, public):
+            start, end = match.span()
+            if _beside_public_armour(text, start, end):
                 continue
-            floor = max(0, start - 76)
-            while start > floor and text[start - 1] in self._alphabet:
+            floor = max(0, start - 100)
+            while start > floor and text[start - 1] in _KEY_BODY:
                 start -= 1
-            end = self._after.match(text, match.end()).end()
+            ceiling = min(len(text), end + 100)
+            while end < ceiling and text[end] in _KEY_BODY:
+                end += 1
             yield Finding(start, end, "private_key")
 
 
 SECRET_DETECTORS: tuple[Detector, ...] = (
     # A whole PEM block; without its END (cut by a chunk boundary) the BEGIN line and the body
-    # lines after it; without its BEGIN the body lines before the END line.
+    # lines after it, headers (``Proc-Type: 4,ENCRYPTED``) included. An END without its BEGIN,
+    # and a body written otherwise, is KeyFragmentDetector's.
     RegexDetector(
         "private_key",
         re.compile(
@@ -165,18 +220,11 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
             + _PEM_BREAK
             + r"(?:"
             + _PEM_LINE
-            + r"|[A-Za-z-]{1,30}: [^\r\n\\]*)?)*"
-            # The END's body from the first line the text holds, however short the chunk
-            # boundary left it: from the start of the text or of a line, escaped or not.
-            + r"|(?:(?:^|(?<=\\n))"
-            + _PEM_LINE
-            + _PEM_BREAK
-            + r")+"
-            + _PEM_END,
-            re.MULTILINE,
+            + r"|[A-Za-z-]{1,30}: [^\r\n\\]*)?)*",
         ),
         "PRIVATE KEY",
     ),
+    KeyFragmentDetector(),
     EscapedKeyBodyDetector(),
     RegexDetector(
         "aws_access_key",

@@ -1,4 +1,5 @@
-"""A private key the chunker cuts is redacted in every piece, down to the last characters.
+"""A private key, however it is written and wherever the chunker cuts it, is redacted in every
+piece, down to the last characters.
 
 Keys are drawn as a key generator writes them (random DER bytes in base64, 64, 70 or 76
 characters a line), not from the detectors' own fixtures, and stored as Terraform stores them:
@@ -13,6 +14,8 @@ import json
 import random
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from context_ledger.dlp.redaction import Redactor
 from context_ledger.sources.chunking import chunk_document
@@ -150,3 +153,41 @@ def test_a_certificate_escaped_in_json_stays_readable() -> None:
     pem = f"-----BEGIN CERTIFICATE-----\\n{lines}\\n-----END CERTIFICATE-----\\n"
     text = f'{{"certificate_pem": "{pem}"}}'
     assert REDACTOR.redact(text).text == text
+
+
+def _der_keys() -> dict[str, bytes]:
+    der, none = serialization.Encoding.DER, serialization.NoEncryption()
+    pkcs8, traditional = (
+        serialization.PrivateFormat.PKCS8,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+    )
+    keys = {
+        "rsa": rsa.generate_private_key(public_exponent=65537, key_size=2048),
+        "ec": ec.generate_private_key(ec.SECP256R1()),
+    }
+    found = {
+        f"{name} {form}": key.private_bytes(der, fmt, none)
+        for name, key in keys.items()
+        for form, fmt in (("pkcs8", pkcs8), ("traditional", traditional))
+    }
+    found["ed25519 pkcs8"] = ed25519.Ed25519PrivateKey.generate().private_bytes(der, pkcs8, none)
+    return found
+
+
+@pytest.mark.parametrize("upper", [False, True], ids=["lower", "upper"])
+def test_a_private_key_written_as_hex_der_is_redacted(upper: bool) -> None:
+    for form, key in _der_keys().items():
+        written = key.hex().upper() if upper else key.hex()
+        text = f"KEY_HEX={written}\n"
+        assert written[8:40] not in REDACTOR.redact(text).text, form
+
+
+def test_public_keys_and_digests_in_hex_stay_readable() -> None:
+    public = rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key()
+    der = serialization.Encoding.DER
+    formats = (serialization.PublicFormat.SubjectPublicKeyInfo, serialization.PublicFormat.PKCS1)
+    for fmt in formats:
+        text = f"pub={public.public_bytes(der, fmt).hex()}"
+        assert "[REDACTED:private_key]" not in REDACTOR.redact(text).text, fmt
+    digest = "sha256=" + "3082" + "0201008" * 9
+    assert REDACTOR.redact(digest).text == digest

@@ -202,6 +202,21 @@ class EscapedKeyBodyDetector:
             yield Finding(start, end, "private_key")
 
 
+# A private key's DER written as hex: a SEQUENCE opening with the version INTEGER 0 or 1
+# (PKCS#1, PKCS#8, SEC1 and OpenSSL's traditional forms all do; a certificate, a public key
+# and a signature open otherwise), then an INTEGER, OCTET STRING or SEQUENCE. Hex has 4 bits
+# a character, under the entropy detector's bar, so the structure is what gives it away.
+_HEX_DER_KEY = re.compile(
+    r"(?i)30(?:82[0-9a-f]{4}|81[0-9a-f]{2}|[0-7][0-9a-f])02010[01](?:02|04|30)[0-9a-f]{60,}"
+)
+
+
+def _standalone_hex(match: re.Match[str]) -> bool:
+    """Not the inside of a longer hex string (a digest, a hex dump's middle)."""
+    start = match.start()
+    return not (start and match.string[start - 1] in "0123456789abcdefABCDEF")
+
+
 SECRET_DETECTORS: tuple[Detector, ...] = (
     # A whole PEM block; without its END (cut by a chunk boundary) the BEGIN line and the body
     # lines after it, headers (``Proc-Type: 4,ENCRYPTED``) included. An END without its BEGIN,
@@ -225,6 +240,7 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
         "PRIVATE KEY",
     ),
     KeyFragmentDetector(),
+    RegexDetector("private_key", _HEX_DER_KEY, "02010[01]", validate=_standalone_hex),
     EscapedKeyBodyDetector(),
     RegexDetector(
         "aws_access_key",

@@ -1,6 +1,7 @@
 """Which chunks searches may see: those of each source's current index version, only.
 
-Every search query (full-text, vector, related code) joins through :data:`SEARCHABLE_CHUNKS`, so
+Every search query (full-text, vector, related code) joins through :data:`SEARCHABLE_CHUNKS`
+(or :func:`searchable_among`, the same rule over rows the full-text index narrowed), so
 an unpublished build, a superseded version and a deleted source are invisible by construction. The
 one exception states the same rule as filters on chunk columns: the pgvector backend's HNSW query,
 whose index the planner will not use under the join. It filters on each source's current version
@@ -19,20 +20,19 @@ import psycopg
 from context_ledger.db.pending import Pending, send
 from context_ledger.spaces.levels import Level
 
-_SEARCHABLE_FROM = """
-{chunks} c
+
+def searchable_among(rows: str) -> str:
+    """``FROM`` clause of the searchable chunks among ``rows`` (``chunks``, or a parenthesised
+    subquery of chunk rows a search has already narrowed); bind ``org_id`` and ``source_ids``."""
+    return f"""
+{rows} c
 JOIN sources s ON s.id = c.source_id AND s.org_id = c.org_id AND c.index_version = s.index_version
 WHERE s.org_id = %(org_id)s AND s.id = ANY(%(source_ids)s)
 """
 
+
 #: ``FROM`` clause of searchable chunks; bind ``org_id`` and ``source_ids``.
-SEARCHABLE_CHUNKS = _SEARCHABLE_FROM.format(chunks="chunks")
-
-
-def searchable_among(rows: str) -> str:
-    """:data:`SEARCHABLE_CHUNKS` with the chunks read from ``rows`` (a parenthesised subquery of
-    chunk rows) instead of the table: the same rule over rows a search has already narrowed."""
-    return _SEARCHABLE_FROM.format(chunks=rows)
+SEARCHABLE_CHUNKS = searchable_among("chunks")
 
 
 _CURRENT_VERSIONS = """

@@ -6,7 +6,9 @@ gate (an RE2 pattern: the marker or the pattern's core) matched, see ``Detector`
 
 from __future__ import annotations
 
+import bisect
 import re
+import string
 from collections.abc import Iterator
 
 from context_ledger.dlp.detectors.assignment import (
@@ -117,22 +119,23 @@ def _token(kind: str, pattern: str, gate: str, validate: Validator | None = None
     return RegexDetector(kind, re.compile(pattern + _END), gate, validate=standalone)
 
 
-_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
 #: What a key's body is written with: its alphabet, line breaks as written, and the backslashes
 #: of breaks and slashes escaped in a string (``\n``, ``\/`` as PHP writes it, ``\\n`` in a
 #: JSON string inside a JSON string).
-_KEY_BODY = _BASE64 | frozenset("\\\r\n")
+_KEY_BODY = frozenset(string.ascii_letters + string.digits + "+/=\\\r\n")
 _ARMOUR = re.compile(r"-----(BEGIN|END) ([A-Z0-9 ]{1,40})-----")
 _PUBLIC_ARMOUR = re.compile(r"CERTIFICATE|PUBLIC KEY|X509 CRL")
 
 
-def _beside_public_armour(text: str, start: int, end: int) -> bool:
-    """Whether the nearest armour before ``start`` opens, or the nearest after ``end`` closes,
-    a certificate or public key: a body between them is public material, however cut."""
-    before = list(_ARMOUR.finditer(text, 0, start))
-    if before and before[-1].group(1) == "BEGIN" and _PUBLIC_ARMOUR.search(before[-1].group(2)):
+def _beside_public_armour(armours: list[re.Match[str]], start: int, end: int) -> bool:
+    """Whether the nearest of ``armours`` (the text's, in order) before ``start`` opens, or the
+    nearest after ``end`` closes, a certificate or public key: a body between them is public
+    material, however cut."""
+    at = bisect.bisect_left([armour.start() for armour in armours], start)
+    before = armours[at - 1] if at else None
+    if before and before.group(1) == "BEGIN" and _PUBLIC_ARMOUR.search(before.group(2)):
         return True
-    after = _ARMOUR.search(text, end)
+    after = next((armour for armour in armours[at:] if armour.start() >= end), None)
     return bool(after and after.group(1) == "END" and _PUBLIC_ARMOUR.search(after.group(2)))
 
 
@@ -159,13 +162,13 @@ class KeyFragmentDetector:
         ends = list(self._end.finditer(text))
         begins = list(self._begin.finditer(text))
         for begin in begins:
-            if not any(end.start() > begin.end() for end in ends):
+            if not ends or ends[-1].start() < begin.end():
                 stop = begin.end()
                 while stop < len(text) and text[stop] in self._after_begin:
                     stop += 1
                 yield Finding(begin.start(), stop, "private_key")
         for end in ends:
-            if not any(begin.end() < end.start() for begin in begins):
+            if not begins or begins[0].end() > end.start():
                 start = end.start()
                 while start > 0 and text[start - 1] in _KEY_BODY:
                     start -= 1
@@ -189,9 +192,12 @@ class EscapedKeyBodyDetector:
     _lines = re.compile(r"(?:(?:\\+r)?\\+n(?:[A-Za-z0-9+]|\\*/){60,76}(?![A-Za-z0-9+/])){2,}")
 
     def find(self, text: str) -> Iterator[Finding]:
+        armours: list[re.Match[str]] | None = None
         for match in self._lines.finditer(text):
             start, end = match.span()
-            if _beside_public_armour(text, start, end):
+            if armours is None:  # read once, and only for a text that holds a body
+                armours = list(_ARMOUR.finditer(text))
+            if _beside_public_armour(armours, start, end):
                 continue
             floor = max(0, start - 100)
             while start > floor and text[start - 1] in _KEY_BODY:

@@ -477,8 +477,8 @@ def test_over_http_the_stream_and_session_methods_are_405(runtime, world, method
 @pytest.mark.parametrize(
     ("body", "code"),
     [
-        (b'{"jsonrpc": "1", "k": "AKIAQ3EGRTW5NB7XKP2M"}', -32602),
-        (b'[{"jsonrpc": "2.0", "k": "AKIAQ3EGRTW5NB7XKP2M"}]', -32602),
+        (b'{"jsonrpc": "1", "k": "AKIAQ3EGRTW5NB7XKP2M"}', -32600),
+        (b'[{"jsonrpc": "2.0", "k": "AKIAQ3EGRTW5NB7XKP2M"}]', -32600),
         (b"{not json AKIAQ3EGRTW5NB7XKP2M", -32700),
     ],
     ids=["not json-rpc", "a batch", "not json"],
@@ -495,9 +495,48 @@ def test_over_http_a_message_that_is_not_json_rpc_is_400_without_echo_or_urls(
     answer = httpx.post(f"{runtime.url}/mcp", headers=headers, content=body, timeout=30)
 
     assert answer.status_code == 400
-    assert answer.json()["error"]["code"] == code, "the SDK's code is kept"
+    # JSON-RPC's own codes: the SDK calls an invalid message invalid params (-32602)
+    assert answer.json()["error"]["code"] == code
     assert "AKIAQ3EGRTW5NB7XKP2M" not in answer.text
     assert "pydantic" not in answer.text
+
+
+JSON_RPC_HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
+
+
+@pytest.mark.parametrize("request_id", [{}, [1], 1.5, 1.0, True, None], ids=repr)
+def test_over_http_a_request_whose_id_is_not_a_string_or_integer_is_an_invalid_request(
+    runtime, world, request_id: Any
+) -> None:
+    """MCP: a request's id is a string or an integer, never null. The SDK's transport took such
+    a request for a notification: 202, no answer, a client waiting for one forever."""
+    headers = {**bearer(world["alice"]), **JSON_RPC_HEADERS}
+    body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}
+
+    answer = httpx.post(f"{runtime.url}/mcp", headers=headers, json=body, timeout=30)
+
+    assert answer.status_code == 400
+    assert answer.json() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": -32600,
+            "message": "Invalid request: a request's id is a string or an integer",
+        },
+    }
+
+
+@pytest.mark.parametrize("request_id", [7, "req-7"], ids=repr)
+def test_over_http_a_request_with_a_string_or_integer_id_is_answered_under_it(
+    runtime, world, request_id: Any
+) -> None:
+    headers = {**bearer(world["alice"]), **JSON_RPC_HEADERS}
+    body = {"jsonrpc": "2.0", "id": request_id, "method": "ping"}
+
+    answer = httpx.post(f"{runtime.url}/mcp", headers=headers, json=body, timeout=30)
+
+    assert answer.status_code == 200
+    assert answer.json() == {"jsonrpc": "2.0", "id": request_id, "result": {}}
 
 
 def test_over_http_a_body_over_the_limit_is_413_as_a_json_rpc_error(runtime, world) -> None:

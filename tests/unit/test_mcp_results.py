@@ -110,6 +110,16 @@ def test_no_chunk_says_so_and_keeps_the_ids_and_warnings() -> None:
     assert (output.request_id, output.attribution_id, output.chunks) == ("req_1", "att-1", [])
 
 
+@pytest.mark.parametrize("found", [(), (chunk(1),)], ids=["no chunk", "chunks"])
+def test_the_query_is_named_redacted_as_the_service_searched_it(found: tuple) -> None:
+    key = "AKIAQ3EGRTW5NB7XKP2M"
+
+    text, _ = results.retrieval(f"why is {key} refused by the billing API?", answer(*found))
+
+    assert key not in text
+    assert "why is [REDACTED:" in text.splitlines()[0]
+
+
 def test_recalled_memories_carry_score_type_importance_agent_and_metadata() -> None:
     found = RelevantMemories.from_json(
         {

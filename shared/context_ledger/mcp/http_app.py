@@ -56,6 +56,11 @@ def create_mcp_app() -> ASGIApp:
         if scope["method"] != "POST":
             await _method_not_allowed()(scope, receive, send)
             return
+        body = await _request_body(receive)
+        if _has_malformed_id(body):
+            await _invalid_request(_MALFORMED_ID)(scope, receive, send)
+            return
+        receive = _replaying(body, receive)
         # The SDK's stateless manager runs once; a fresh one serves this request alone.
         streamable = server.streamable_http_app(
             streamable_http_path=MCP_PATH,
@@ -72,6 +77,55 @@ def create_mcp_app() -> ASGIApp:
 
 #: The transport's limit on a request body (the SDK's default, 4 MiB).
 MAX_BODY_BYTES = 4 * 1024 * 1024
+
+_NOT_JSON = "Parse error: the body is not JSON"
+_NOT_JSON_RPC = "Invalid request: not a JSON-RPC 2.0 request, notification or response"
+_MALFORMED_ID = "Invalid request: a request's id is a string or an integer"
+
+
+async def _request_body(receive: Receive) -> bytes:
+    """The whole request body (API Gateway delivers it in one event, at most 10 MB)."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break  # the client went away: the SDK sees an empty or partial body
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """``receive`` with ``body`` delivered first, as one message, for the SDK to read again."""
+    delivered = False
+
+    async def replay() -> Message:
+        nonlocal delivered
+        if delivered:
+            return await receive()
+        delivered = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
+def _has_malformed_id(body: bytes) -> bool:
+    """Whether ``body`` is one request (an object with a ``method`` and an ``id``) whose id is
+    neither a string nor an integer: MCP's rule, stricter than JSON-RPC's (no null, no
+    fraction). The SDK's 2025 transport takes such a message for a notification, answers 202
+    and drops it, so the client waits for an answer that never comes; a message that is not
+    JSON, or over the size limit, is left to the SDK's own refusals."""
+    if len(body) > MAX_BODY_BYTES:
+        return False
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(message, dict) or "method" not in message or "id" not in message:
+        return False
+    request_id = message["id"]
+    return isinstance(request_id, bool) or not isinstance(request_id, str | int)
 
 
 def _json_rpc_refusals(send: Send) -> Send:
@@ -110,21 +164,28 @@ def _json_rpc_refusals(send: Send) -> Send:
 
 
 def _fixed_error(status: int, original: bytes) -> bytes:
+    """The fixed error for the SDK's refusal with ``status``: a parse error stays one; any other
+    ``400`` is an invalid request (-32600), which the SDK's 2025 transport calls invalid params
+    (-32602), a code JSON-RPC keeps for a method's parameters."""
     if status == 413:
+        limit = MAX_BODY_BYTES // (1024 * 1024)
+        return _error_body(INVALID_REQUEST, f"Request body too large: at most {limit} MiB")
+    try:
+        code = int(json.loads(original)["error"]["code"])
+    except (ValueError, KeyError, TypeError):
         code = INVALID_REQUEST
-        message = f"Request body too large: at most {MAX_BODY_BYTES // (1024 * 1024)} MiB"
-    else:
-        try:
-            code = int(json.loads(original)["error"]["code"])
-        except (ValueError, KeyError, TypeError):
-            code = INVALID_REQUEST
-        message = (
-            "Parse error: not JSON"
-            if code == PARSE_ERROR
-            else "Invalid request: not a JSON-RPC 2.0 message this server takes"
-        )
+    if code == PARSE_ERROR:
+        return _error_body(PARSE_ERROR, _NOT_JSON)
+    return _error_body(INVALID_REQUEST, _NOT_JSON_RPC)
+
+
+def _error_body(code: int, message: str) -> bytes:
     error = JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))
     return error.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+def _invalid_request(message: str) -> Response:
+    return Response(_error_body(INVALID_REQUEST, message), 400, media_type="application/json")
 
 
 def _caller_client(ctx: Context) -> AsyncContextLedger:
@@ -157,13 +218,8 @@ def _unauthorized(exc: UnauthorizedError) -> Response:
 
 
 def _method_not_allowed() -> Response:
-    body = JSONRPCError(
-        jsonrpc="2.0",
-        id=None,
-        error=ErrorData(code=INVALID_REQUEST, message="Method Not Allowed: POST JSON-RPC messages"),
-    )
     return Response(
-        body.model_dump_json(by_alias=True, exclude_unset=True),
+        _error_body(INVALID_REQUEST, "Method Not Allowed: POST JSON-RPC messages"),
         status_code=405,
         media_type="application/json",
         headers={"Allow": "POST"},

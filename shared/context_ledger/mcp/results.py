@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from context_ledger.dlp.texts import redacted
 from context_ledger_client import (
     Chunk,
     Memory,
@@ -111,6 +112,10 @@ class LinkOutput(_CamelModel):
 
 
 def retrieval(query: str, result: RetrieveResult) -> tuple[str, RetrieveOutput]:
+    """The answer in words, naming the query as the service searched it: redacted by the
+    built-in detectors, so a key pasted into a question is not written back into the agent's
+    context, transcript or logs by the tool result."""
+    query = redacted((), query, stage="query")
     chunks = result.chunks
     number = {chunk.id: index for index, chunk in enumerate(chunks, 1)}
     ids = f"requestId {result.request_id}, attributionId {result.attribution_id}"

@@ -197,6 +197,36 @@ def test_a_login_without_a_secret_looking_password_is_prose(text: str) -> None:
     assert REDACTOR.redact(text).counts == {}
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# Password Security: A Case History",
+        "Password Protection, Part Two",
+        "## Secret Sharing: Shamir's scheme",
+        "The password policy: twelve characters at least.",
+        "Choose a passphrase carefully; it guards everything.",
+    ],
+)
+def test_a_heading_or_sentence_about_passwords_is_prose(text: str) -> None:
+    """A word after "password" and a blank is a value only when it looks like a secret; the
+    punctuation ending it in prose (``Security:``) does not make it look like one."""
+    assert REDACTOR.redact(text).counts == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("the password is Tr0ub4dor&3.", "Tr0ub4dor&3"),
+        ("password Gr4n1te&Fox: rotate it monthly", "Gr4n1te&Fox"),
+        ("the passphrase is correct-horse-battery!", "correct-horse-battery"),
+    ],
+)
+def test_a_secret_looking_password_in_prose_is_redacted_whatever_ends_its_sentence(
+    text: str, password: str
+) -> None:
+    assert password not in REDACTOR.redact(text).text
+
+
 _RNG = random.Random(4242)
 
 

@@ -249,6 +249,10 @@ def looks_secret(value: str) -> bool:
 
 
 _LETTER = re.compile(r"[^\W\d_]")
+#: Punctuation that ends a word of prose (``Password Security: A Case History``): after a blank
+#: separator it belongs to the sentence, so it does not make the word look like a secret.
+_SENTENCE_END = ".,:;!?"
+
 _BLANK = re.compile(r"\s")
 
 
@@ -387,7 +391,7 @@ class NamedKeyDetector:
         # files and prose (``the password is X``): then the value must look like a secret.
         if blank and not (
             _declares(text, start)
-            or looks_secret(literal)
+            or looks_secret(literal.rstrip(_SENTENCE_END))
             or (flag and value.quoted and looks_secret(literal.replace(" ", "")))
         ):
             return None

@@ -548,6 +548,66 @@ def bm25_reference(dataset: Dataset) -> Bm25Reference:
     return Bm25Reference(doc_ids, index, result)
 
 
+_INDEXED_CHUNKS = """
+SELECT c.path, c.tsv_tokens AS tokens,
+       coalesce((SELECT jsonb_object_agg(lexeme, greatest(cardinality(positions), 1))
+                 FROM unnest(c.tsv)), '{}'::jsonb) AS lexemes
+FROM chunks c WHERE c.source_id = %s AND c.index_version = %s
+"""
+
+
+def index_bm25_reference(dataset: Dataset, tenant: Tenant, doc_ids: list[str]) -> Result:
+    """``bm25-index`` (bench/reference.py): exhaustive BM25 over the tenant's index as stored,
+    each query's lexemes and repeats counted by the service's own term statement on its
+    redacted text, identical documents ranked once."""
+    from reference import IndexBm25, IndexedChunk, delivered_once, ordered
+
+    from context_ledger.db import connection
+    from context_ledger.dlp.texts import redacted
+    from context_ledger.retrieval.service import CANDIDATES
+    from context_ledger.search.fulltext import pending_text_terms
+    from context_ledger.search.query import SearchQuery
+
+    started = time.perf_counter()
+    position = {doc_id: n for n, doc_id in enumerate(doc_ids)}
+    with connection() as conn:
+        rows = conn.execute(_INDEXED_CHUNKS, (tenant.source_id, tenant.version)).fetchall()
+        terms = {}
+        for query_id, text in dataset.queries.items():
+            search = SearchQuery(
+                tenant.admin.org_id,
+                [tenant.source_id],
+                redacted((), text, stage="query"),
+                None,
+                CANDIDATES,
+            )
+            counts = pending_text_terms(conn, search).result()
+            terms[query_id] = {lexeme: counts.repeats[lexeme] for lexeme in counts.operands}
+    chunks = [
+        IndexedChunk(position[doc_id_of(row["path"])], row["lexemes"], row["tokens"])
+        for row in rows
+    ]
+    index = IndexBm25(chunks, len(doc_ids))
+    texts = [document_of(i, dataset.corpus[i], dataset.kind).content for i in doc_ids]
+    built = time.perf_counter() - started
+
+    def order(query_id: str) -> list[int]:
+        scores = index.scores(terms[query_id])
+        return delivered_once(ordered(scores, len(doc_ids), floor=0.0), texts)[:100]
+
+    orders, query_ms = timed_orders(dataset.queries, order)
+    return reference_result(
+        dataset,
+        "bm25-index",
+        doc_ids,
+        orders,
+        query_ms,
+        built,
+        len(chunks),
+        {"documents": len(doc_ids)},
+    )
+
+
 def reference_vectors(
     dataset: Dataset, tenant: Tenant, embedder: Any, doc_ids: list[str]
 ) -> tuple[list[list[list[float]]], dict[str, list[float]]]:
@@ -675,6 +735,7 @@ def run(args: argparse.Namespace, candidates_out: TextIO | None) -> list[Result]
             flush=True,
         )
         bm25 = bm25_reference(dataset) if args.references else None
+        indexed: list[Result] = []  # bm25-index, from the first build's index
         if bm25 is not None:
             results.append(bm25.result)
             report(bm25.result)
@@ -682,6 +743,10 @@ def run(args: argparse.Namespace, candidates_out: TextIO | None) -> list[Result]
             with embeddings_client(provider, args) as embeddings:
                 before = embeddings.counters()
                 tenant = ingest(dataset, embeddings.client, provider)
+                if bm25 is not None and not indexed:
+                    indexed.append(index_bm25_reference(dataset, tenant, bm25.doc_ids))
+                    results.append(indexed[0])
+                    report(indexed[0])
                 after = embeddings.counters()
                 embedded, cached, model_seconds = (
                     a - b for a, b in zip(after, before, strict=True)

@@ -5,6 +5,12 @@ the same run: what issue 27 measures the API's rankings against.
   b 0.75, query terms counted with their repeats), tokenised by bm25s with its English stop words
   and the Snowball English stemmer (PyStemmer), over each document's text as the service ingests
   it (the ``# title`` heading and the text of a docs source, the code of a codebase source);
+- ``bm25-index``: the same BM25, exhaustive, over the service's own index instead of bm25s's
+  tokens: each chunk's lexemes and length as its stored tsvector holds them, the query's lexemes
+  and repeats as the service counts them, a document scoring its best chunk, and identical
+  document texts ranked once, as an answer delivers a text once. What full-text search loses to
+  its matching bound (the rarest terms only) shows against this one; what PostgreSQL's parser,
+  stemmer and stop words cost against bm25s's, in the difference between the two references;
 - ``dense``: cosine of the query's vector with every document's, exhaustively; a document the
   service cut into several chunks scores its best chunk (its vectors are the chunks' texts as the
   service embeds them, so the harness's embeddings cache serves them);
@@ -150,6 +156,68 @@ def runs_of(doc_ids: Sequence[str], orders: Mapping[str, Sequence[int]]) -> Runs
         top={q: as_run(doc_ids, order[:10]) for q, order in orders.items()},
         deep={q: as_run(doc_ids, order[:100]) for q, order in orders.items()},
     )
+
+
+@dataclass(frozen=True)
+class IndexedChunk:
+    """A chunk as the service's full-text index holds it."""
+
+    document: int  # its document's index
+    lexemes: Mapping[str, int]  # lexeme -> occurrences (its positions in the tsvector)
+    tokens: int  # its length (``chunks.tsv_tokens``)
+
+
+class IndexBm25:
+    """BM25 over the service's index (``bm25-index`` above): every chunk holding a query term
+    scored, the chunk statistics (count, mean length, document frequencies) those of the chunks
+    given, as the service counts them over a source's version."""
+
+    def __init__(
+        self, chunks: Sequence[IndexedChunk], documents: int, *, k1: float = K1, b: float = B
+    ) -> None:
+        self.size = documents
+        self._k1, self._b = k1, b
+        self._owner = np.array([c.document for c in chunks], dtype=np.int64)
+        lengths = np.array([c.tokens for c in chunks], dtype=np.float64)
+        self._norm = (
+            k1 * (1 - b + b * lengths / max(float(lengths.mean()), 1.0)) if len(chunks) else lengths
+        )
+        postings: dict[str, tuple[list[int], list[int]]] = {}
+        for n, chunk in enumerate(chunks):
+            for lexeme, tf in chunk.lexemes.items():
+                ids, tfs = postings.setdefault(lexeme, ([], []))
+                ids.append(n)
+                tfs.append(tf)
+        self._postings = {
+            lexeme: (np.array(ids), np.array(tfs, dtype=np.float64))
+            for lexeme, (ids, tfs) in postings.items()
+        }
+
+    def scores(self, terms: Mapping[str, int]) -> np.ndarray:
+        """Every document's BM25 score for the query ``terms`` (lexeme -> repeats in the
+        query), its best chunk's; zero where no term matches."""
+        chunk_scores = np.zeros(len(self._owner), dtype=np.float64)
+        for lexeme, repeats in terms.items():
+            if lexeme not in self._postings:
+                continue
+            ids, tfs = self._postings[lexeme]
+            idf = np.log(1 + (len(self._owner) - len(ids) + 0.5) / (len(ids) + 0.5))
+            chunk_scores[ids] += repeats * idf * tfs * (self._k1 + 1) / (tfs + self._norm[ids])
+        documents = np.zeros(self.size, dtype=np.float64)
+        np.maximum.at(documents, self._owner, chunk_scores)
+        return documents
+
+
+def delivered_once(order: Sequence[int], texts: Sequence[str]) -> list[int]:
+    """``order`` without a document whose text an earlier one already has: an answer
+    delivers a text once, so of identical documents only the first can be in it."""
+    seen: set[str] = set()
+    kept = []
+    for i in order:
+        if texts[i] not in seen:
+            seen.add(texts[i])
+            kept.append(i)
+    return kept
 
 
 def bm25_order(index: Bm25, query: str, depth: int = 100) -> list[int]:

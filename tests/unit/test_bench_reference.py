@@ -121,3 +121,46 @@ def test_ties_keep_the_corpus_order_and_runs_score_by_rank():
     assert runs.deep == runs.top
     many = reference.runs_of([str(i) for i in range(150)], {"q": list(range(150))})
     assert (len(many.top["q"]), len(many.deep["q"])) == (10, 100)
+
+
+# The same corpus as the service's index holds it: one chunk per document, the third document cut
+# into two chunks, each with its lexemes' occurrences and its length.
+INDEXED = [
+    reference.IndexedChunk(0, {"cat": 1, "chase": 1, "mice": 1}, 3),
+    reference.IndexedChunk(1, {"dog": 1, "chase": 1, "cat": 2}, 4),
+    reference.IndexedChunk(2, {"bird": 1}, 1),
+    reference.IndexedChunk(2, {"sing": 1}, 1),
+]
+
+
+def test_index_bm25_is_the_same_formula_over_the_chunks_lexemes():
+    index = reference.IndexBm25(INDEXED, documents=3)
+    n, average = 4, 9 / 4  # chunks and their mean length, as the service counts them
+    idf_of_two = math.log(1 + (n - 2 + 0.5) / (2 + 0.5))
+
+    def part(tf: int, length: int) -> float:
+        return tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * length / average))
+
+    assert index.scores({"cat": 1}) == pytest.approx(
+        [idf_of_two * part(1, 3), idf_of_two * part(2, 4), 0.0], rel=1e-9
+    )
+    assert index.scores({"cat": 2}) == pytest.approx(2 * index.scores({"cat": 1}), rel=1e-9)
+    assert index.scores({"zebra": 1}).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_index_bm25_scores_a_document_by_its_best_chunk():
+    index = reference.IndexBm25(INDEXED, documents=3)
+    idf_of_one = math.log(1 + (4 - 1 + 0.5) / (1 + 0.5))
+
+    bird, both = index.scores({"bird": 1}), index.scores({"bird": 1, "sing": 1})
+
+    assert bird[2] > 0
+    assert both[2] == pytest.approx(bird[2], rel=1e-9), "the best chunk, not the sum"
+    assert bird[2] == pytest.approx(idf_of_one * 2.2 / (1 + 1.2 * (0.25 + 0.75 / 2.25)))
+
+
+def test_of_identical_documents_only_the_first_ranked_stays():
+    texts = ["# Glossary", "# Sorting", "# Glossary", "# Glossary"]
+
+    assert reference.delivered_once([2, 1, 0, 3], texts) == [2, 1]
+    assert reference.delivered_once([], texts) == []

@@ -60,6 +60,11 @@ FOUND = [
     ("payment_card", "amex 378282246310005", "378282246310005"),
     ("iban", "IBAN DE89 3704 0044 0532 0130 00.", "DE89 3704 0044 0532 0130 00"),
     ("iban", "GB82WEST12345698765432", "GB82WEST12345698765432"),
+    ("iban", "my iban: de89 3704 0044 0532 0130 00.", "de89 3704 0044 0532 0130 00"),
+    ("iban", "es87 7354 9907 8685 3464 6892 with", "es87 7354 9907 8685 3464 6892"),
+    ("iban", "pay to ES8773549907868534646892 y", "ES8773549907868534646892"),
+    ("payment_card", "card4111111111111111", "4111111111111111"),
+    ("payment_card", "cc_4111-1111-1111-1111 exp", "4111-1111-1111-1111"),
     ("us_ssn", "SSN 536-22-1234", "536-22-1234"),
     ("uk_nino", "NI AB 12 34 56 C", "AB 12 34 56 C"),
     ("fr_nir", "NIR 1 84 12 76 451 089 46", "1 84 12 76 451 089 46"),
@@ -88,6 +93,7 @@ DECOYS = [
     "see /api/v1/context/spaces/Spaces2Handler for details",
     "ssn 000-12-3456 and 666-12-3456 are never issued",
     "iban DE00 3704 0044 0532 0130 00 has a bad check",
+    "build 14111111111111111, v1.4111111111111111 and 4111111111111111.5",
     "token = create_token(user)",
     "max_tokens: 4096",
     "send `Authorization: Bearer ctxl_...` with every call",
@@ -105,6 +111,12 @@ def test_detector_finds_its_kind(kind: str, text: str, secret: str | None) -> No
 @pytest.mark.parametrize("text", DECOYS)
 def test_decoy_is_not_flagged(text: str) -> None:
     assert REDACTOR.find(text) == []
+
+
+def test_an_iban_in_mixed_case_is_not_read_as_one() -> None:
+    """Capitals or all lower case, as people write IBANs; mixed case is an identifier's."""
+    text = "ref De89370400440532013000"
+    assert "iban" not in {finding.kind for finding in REDACTOR.find(text)}
 
 
 def test_luhn_and_iban_and_nir_checks() -> None:

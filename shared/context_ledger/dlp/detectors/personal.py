@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from context_ledger.dlp.detectors.base import Detector, Finding, RegexDetector, Validator
 from context_ledger.dlp.detectors.checksums import (
+    IBAN_LENGTHS,
     card_brand_known,
     dni_valid,
     iban_valid,
@@ -46,10 +47,6 @@ def _card(match: re.Match[str]) -> bool:
 
 def _international_phone(match: re.Match[str]) -> bool:
     return 8 <= len(_digits(match)) <= 15
-
-
-def _iban(match: re.Match[str]) -> bool:
-    return iban_valid(match.group(0).replace(" ", "").upper())
 
 
 def _ssn(match: re.Match[str]) -> bool:
@@ -140,24 +137,62 @@ class EmailDetector:
         return not _URL_USERINFO.search(text, line_start + 1, start)
 
 
+class IbanDetector:
+    """IBANs, compact or in groups of four, in capitals or all in lower case (as a form or a
+    message may hold one; mixed case is an identifier's), with valid check digits.
+
+    The candidate is as long as its country's IBAN (ISO 13616), counted from its start, so the
+    word after a grouped IBAN (``... 6892 with``, ``... 00 by``) is not read as its last group.
+    """
+
+    kinds = ("iban",)
+    gate = r"[A-Za-z]{2}\d{2} ?[A-Za-z0-9]{4} ?[A-Za-z0-9]{4}"
+    _candidate = re.compile(
+        r"[A-Za-z]" + _AFTER_WORD_START + r"[A-Za-z]\d{2}(?: ?[A-Za-z0-9]{4}){2,7}"
+        r"(?: ?[A-Za-z0-9]{1,3})?(?![A-Za-z0-9])"
+    )
+
+    def find(self, text: str) -> Iterator[Finding]:
+        for match in self._candidate.finditer(text):
+            length = _iban_length(match.group(0))
+            if length is not None:
+                yield Finding(match.start(), match.start() + length, "iban")
+
+
+def _iban_length(written: str) -> int | None:
+    """The length of the IBAN ``written`` starts with, blanks included; None without one."""
+    letters = IBAN_LENGTHS.get(written[:2].upper())
+    if letters is None:
+        return None
+    end = counted = 0
+    while end < len(written) and counted < letters:
+        counted += written[end] != " "
+        end += 1
+    if counted < letters:
+        return None
+    if end < len(written) and written[end] != " ":
+        return None  # its country's length ends inside a group: a longer code, not an IBAN
+    iban = written[:end]
+    if not (iban.isupper() or iban.islower()):
+        return None
+    return end if iban_valid(iban.replace(" ", "").upper()) else None
+
+
 PERSONAL_DETECTORS: tuple[Detector, ...] = (
     EmailDetector(),
     # Before cards: an IBAN's digit groups can form a Luhn-valid card number.
-    _word(
-        "iban",
-        "[A-Z]",
-        r"[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?",
-        r"[A-Z]{2}\d{2} ?[A-Z0-9]{4} ?[A-Z0-9]{4}",
-        _iban,
-    ),
-    # 4-4-4-(1-7) digits (Visa, Mastercard, Discover, JCB, UnionPay) or 4-6-4/5 (Amex, Diners),
-    # each with one consistent separator or none.
-    _numeric(
+    IbanDetector(),
+    # A card number may be glued to a label (``card4111...``, ``cc_4111...``): only digits and
+    # number punctuation around it make it part of something longer. Issuer prefix, length and
+    # Luhn check keep identifiers out.
+    RegexDetector(
         "payment_card",
-        r"\d",
-        r"\d{3}(?P<sep>[ \-]?)(?:\d{4}(?P=sep)\d{4}(?P=sep)\d{1,7}|\d{6}(?P=sep)\d{4,5})",
+        re.compile(
+            r"\d(?<![\d.+\-/].)\d{3}(?P<sep>[ \-]?)"
+            r"(?:\d{4}(?P=sep)\d{4}(?P=sep)\d{1,7}|\d{6}(?P=sep)\d{4,5})(?![\d\-/]|\.\d)"
+        ),
         r"\d{4}[ \-]?\d{4}[ \-]?\d{4}|\d{4}[ \-]?\d{6}[ \-]?\d{4}",
-        _card,
+        validate=_card,
     ),
     _numeric(
         "us_ssn",

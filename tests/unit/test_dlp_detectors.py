@@ -239,6 +239,48 @@ def test_a_secret_looking_password_in_prose_is_redacted_whatever_ends_its_senten
     assert password not in REDACTOR.redact(text).text
 
 
+@pytest.mark.parametrize(
+    ("text", "password"),
+    [
+        ("Passwort: Geh31m&Sicher", "Geh31m&Sicher"),
+        ("Kennwort=Xy12!abcd", "Xy12!abcd"),
+        ("Mot de passe : Xy12!abcd", "Xy12!abcd"),
+        ("mdp: Xy12!abcd", "Xy12!abcd"),
+        ("contraseña: Xy12!abcd", "Xy12!abcd"),
+        ("CONTRASEÑA=Xy12!abcd", "Xy12!abcd"),
+        ("senha: Xy12!abcd", "Xy12!abcd"),
+        ("wachtwoord: Xy12!abcd", "Xy12!abcd"),
+        ("hasło: Xy12!abcd", "Xy12!abcd"),
+        ("Lösenord: Xy12!abcd", "Xy12!abcd"),
+        ("пароль: Xy12!abcd", "Xy12!abcd"),
+        ("ПАРОЛЬ: Xy12!abcd", "Xy12!abcd"),
+        ("şifre: Xy12!abcd", "Xy12!abcd"),
+        ("パスワード: Xy12!abcd", "Xy12!abcd"),
+        ("密码: Xy12!abcd", "Xy12!abcd"),
+        ('user_passwort = "Abc!12345"', "Abc!12345"),
+    ],
+)
+def test_a_password_labelled_in_another_language_is_redacted(text: str, password: str) -> None:
+    assert password not in REDACTOR.redact(text).text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [("API key: Xy12abcd9876efgh", "Xy12abcd9876efgh"), ("pass phrase: Xy12!abcd", "Xy12!abcd")],
+)
+def test_a_key_name_of_several_words_is_read_whole(text: str, secret: str) -> None:
+    """``API key`` names a secret where ``key`` alone would need a key-shaped value."""
+    assert secret not in REDACTOR.redact(text).text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Passwort: siehe unten", "Das Passwort ist geheim", "Kennwort vergessen? Hier klicken."],
+)
+def test_a_sentence_about_a_password_in_another_language_is_prose(text: str) -> None:
+    assert REDACTOR.redact(text).counts == {}
+
+
 _RNG = random.Random(4242)
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import re2
 
 from context_ledger.dlp.detectors.base import Finding
+from context_ledger.dlp.normalise import fold
 
 MAX_VALUE = 500
 #: A quoted value may be long: a PEM key in a JSON string is one line of ~1,700 characters.
@@ -58,7 +59,6 @@ _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z_$.]*")
 
 _QUOTES = "'\"`"
 _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
-_KEY_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 _FIELD_END = frozenset("#,;&|)]}'\"`")
 # In a ";" list an XML entity (``&amp;``) is part of the value, not the end of the field.
 _BARE_END = {
@@ -82,9 +82,13 @@ class Value:
 
 
 def key_start(text: str, end: int) -> int:
-    """Where the key token ending at ``end`` starts (letters, digits, ``_``, ``.``, ``-``)."""
-    before = text[max(0, end - 128) : end]
-    return end - len(before) + len(before.rstrip(_KEY_ALPHABET))
+    """Where the key token ending at ``end`` starts (letters of any script, digits, ``_``,
+    ``.``, ``-``)."""
+    token = _KEY_TOKEN_END.search(text, max(0, end - 128), end)
+    return end if token is None else token.start()
+
+
+_KEY_TOKEN_END = re.compile(r"[\w.\-]+\Z")
 
 
 def delimiter(text: str, start: int) -> str:
@@ -262,7 +266,17 @@ _BLANK = re.compile(r"\s")
 # no password; a flag or an upper-case key may end in one (``--requirepass``, ``DBPASS``).
 _J = r"[._ \-]?"
 # ``user.info`` / ``userinfo`` hold ``user:password`` (Kafka's basic.auth.user.info, URLs).
-PASSWORD_NAMES = rf"pass{_J}(?:word|wd|phrase)|pwd|pw|pass|user{_J}info"
+# Then the word for password in the languages a team's notes are most often written in, as the
+# detectors read it (dlp/normalise.py: ``contraseña`` as ``contrasena``, the Cyrillic letters of
+# ``пароль`` that look Latin as Latin).
+_PASSWORD_WORDS = (
+    "passwort", "kennwort", "mot de passe", "mdp", "contraseña", "senha", "wachtwoord", "hasło",
+    "lösenord", "adgangskode", "passord", "salasana", "heslo", "пароль", "şifre", "jelszó",
+    "パスワード", "密码", "密碼", "비밀번호",
+)  # fmt: skip
+PASSWORD_NAMES = rf"pass{_J}(?:word|wd|phrase)|pwd|pw|pass|user{_J}info|" + "|".join(
+    dict.fromkeys(re.escape(fold(word).text).replace(r"\ ", _J) for word in _PASSWORD_WORDS)
+)
 SECRET_NAMES = (
     rf"secret(?:{_J}key)?|token|api{_J}key|access{_J}key|private{_J}key|signing{_J}key|encryption{_J}key"
     rf"|credentials?|account{_J}key|shared{_J}access{_J}(?:key|signature)|sig|signature"
@@ -368,7 +382,9 @@ class NamedKeyDetector:
             yield from self._paired(text, _NAMED_ELEMENT)
 
     def _assigned(self, text: str, match: re.Match[str]) -> Finding | None:
-        start = key_start(text, match.end("key"))
+        # The key token around the name, from the name's start: a name of several words
+        # (``API key``, ``mot de passe``) stays whole.
+        start = key_start(text, match.start("key"))
         key = text[start : match.end("key")]
         kind = key_kind(key)
         if kind is None:

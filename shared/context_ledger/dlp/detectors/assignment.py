@@ -253,6 +253,20 @@ def looks_secret(value: str) -> bool:
 
 
 _LETTER = re.compile(r"[^\W\d_]")
+# Letters joined by hyphens, underscores, slashes or apostrophes, as a sentence may hold them
+# (``case-sensitive``, ``end-to-end``, ``user_defined``, ``N/A``), in brackets or quotes or not,
+# its sentence's punctuation after it.
+_PROSE_WORD = re.compile(
+    "[(\\[\"'\u201c\u2018]?[^\\W\\d_]+(?:[-_/'\u2019][^\\W\\d_]+)*[)\\]\"'\u201d\u2019]?[.,:;!?]*"
+)
+
+
+def is_prose_word(value: str) -> bool:
+    """Whether ``value`` is a word of prose (letters joined by ``-``, ``_``, ``/`` or an
+    apostrophe, no digit), which no rule should read as a secret for its joiners alone."""
+    return _PROSE_WORD.fullmatch(value) is not None
+
+
 #: Punctuation that ends a word of prose (``Password Security: A Case History``): after a blank
 #: separator it belongs to the sentence, so it does not make the word look like a secret.
 _SENTENCE_END = ".,:;!?"
@@ -274,9 +288,13 @@ _PASSWORD_WORDS = (
     "lösenord", "adgangskode", "passord", "salasana", "heslo", "пароль", "şifre", "jelszó",
     "パスワード", "密码", "密碼", "비밀번호",
 )  # fmt: skip
-PASSWORD_NAMES = rf"pass{_J}(?:word|wd|phrase)|pwd|pw|pass|user{_J}info|" + "|".join(
-    dict.fromkeys(re.escape(fold(word).text).replace(r"\ ", _J) for word in _PASSWORD_WORDS)
+#: The names of a password a sentence uses (no short ones: ``pass`` and ``pw`` are words too).
+PASSWORD_WORDS = rf"pass{_J}(?:word|wd|phrase)|" + "|".join(
+    dict.fromkeys(
+        re.escape(fold(word).text).replace(r"\ ", _J) for word in _PASSWORD_WORDS if word != "mdp"
+    )
 )
+PASSWORD_NAMES = rf"{PASSWORD_WORDS}|pwd|pw|pass|mdp|user{_J}info"
 SECRET_NAMES = (
     rf"secret(?:{_J}key)?|token|api{_J}key|access{_J}key|private{_J}key|signing{_J}key|encryption{_J}key"
     rf"|credentials?|account{_J}key|shared{_J}access{_J}(?:key|signature)|sig|signature"
@@ -407,7 +425,7 @@ class NamedKeyDetector:
         # files and prose (``the password is X``): then the value must look like a secret.
         if blank and not (
             _declares(text, start)
-            or looks_secret(literal.rstrip(_SENTENCE_END))
+            or (looks_secret(literal.rstrip(_SENTENCE_END)) and not is_prose_word(literal))
             or (flag and value.quoted and looks_secret(literal.replace(" ", "")))
         ):
             return None

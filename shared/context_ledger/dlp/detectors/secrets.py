@@ -18,6 +18,7 @@ from context_ledger.dlp.detectors.assignment import (
     looks_secret,
 )
 from context_ledger.dlp.detectors.base import Detector, Finding, RegexDetector, Validator
+from context_ledger.dlp.detectors.prose import PasswordInProseDetector
 from context_ledger.dlp.detectors.runs import decode
 from context_ledger.dlp.detectors.tables import CsvColumnDetector
 
@@ -419,5 +420,6 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
         validate=_paired_password,
     ),
     NamedKeyDetector(),
+    PasswordInProseDetector(),
     CsvColumnDetector(),
 )

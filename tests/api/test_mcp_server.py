@@ -343,6 +343,24 @@ def test_a_rejected_argument_value_is_not_echoed_back(connect, world) -> None:
     assert secret not in text(result)
 
 
+def test_an_argument_or_tool_named_like_a_key_is_not_echoed_back(connect, world) -> None:
+    key = "AKIAQ3EGRTW5NB7XKP2M"
+
+    async def calls() -> tuple[CallToolResult, CallToolResult]:
+        async with connect(world["alice"]) as session:
+            extra = await session.call_tool("retrieve_context", {"query": "refund", key: "y"})
+            unknown = await session.call_tool(key, {})
+            return extra, unknown
+
+    extra, unknown = run(calls())
+
+    assert extra.is_error
+    assert unknown.is_error
+    assert text(extra).startswith("422 validation_failed: [REDACTED:aws_access_key]: Extra")
+    assert text(unknown) == "unknown tool: tools/list names this server's tools"
+    assert key not in text(extra) + text(unknown)
+
+
 def test_add_memory_with_dedupe_answers_the_stored_memory_instead_of_a_copy(connect, world) -> None:
     async def twice() -> tuple[CallToolResult, CallToolResult]:
         async with connect(world["admin"]) as session:

@@ -208,6 +208,20 @@ def test_invalid_fields_are_422(api, world, alice, body) -> None:
     assert error_of(retrieve(api, alice, **body)) == (422, "validation_failed")
 
 
+def test_an_unknown_field_named_like_a_key_is_refused_without_echoing_the_key(
+    api, world, alice
+) -> None:
+    key = "AKIAQ3EGRTW5NB7XKP2M"
+
+    answer = retrieve(api, alice, **{key: "y", "spaceID": "typo"})
+
+    assert error_of(answer) == (422, "validation_failed")
+    message = answer.json()["error"]["message"]
+    assert key not in answer.text
+    assert "[REDACTED:aws_access_key]: Extra inputs are not permitted" in message
+    assert "spaceID: Extra inputs are not permitted" in message, "a plain name is still named"
+
+
 def test_the_answer_has_every_field_of_the_spec(api, world, alice) -> None:
     body = retrieve(api, alice, spaceId=world.project, excludeRelated=True).json()
 

@@ -32,9 +32,7 @@ REDACTOR = Redactor()
         ("Password for John.Smith2 is Xy12!abcd", "Xy12!abcd"),
     ],
 )
-def test_a_password_a_few_words_after_the_word_for_it_is_redacted(
-    text: str, password: str
-) -> None:
+def test_a_password_a_few_words_after_the_word_for_it_is_redacted(text: str, password: str) -> None:
     assert password not in REDACTOR.redact(text).text
 
 

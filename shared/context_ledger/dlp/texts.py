@@ -42,3 +42,14 @@ def holds_credential(value: str) -> bool:
         # Failing closed: an identifier that cannot be scanned is not stored.
         return True
     return any(kind in SECRET_KINDS for kind in counts)
+
+
+def echoed(text: str) -> str:
+    """``text``, an error message naming what the caller sent (an unknown field's name), as the
+    service may echo it back: redacted by the built-in detectors, since a name can be a pasted
+    key and error messages travel on into logs and agents' transcripts. If the scan fails the
+    message names nothing the caller sent."""
+    try:
+        return redactor_for(()).redact(text).text
+    except ScanError:
+        return "the request breaks the API's rules (its field names could not be checked)"

@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from context_ledger.db.pool import is_unavailable
+from context_ledger.dlp.texts import echoed
 from context_ledger.errors import (
     ApiError,
     ServiceUnavailableError,
@@ -56,7 +57,7 @@ def _describe_validation(exc: RequestValidationError) -> tuple[int, str, str]:
     errors = exc.errors()
     if any(e.get("type") == "json_invalid" for e in errors):
         return 400, "invalid_request", "request body is not valid JSON"
-    return 422, ValidationFailedError.code, validation_message(errors)
+    return 422, ValidationFailedError.code, echoed(validation_message(errors))
 
 
 async def _api_error(_: Request, exc: Exception) -> JSONResponse:

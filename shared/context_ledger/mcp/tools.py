@@ -21,6 +21,7 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from context_ledger import __version__
+from context_ledger.dlp.texts import echoed
 from context_ledger.errors import ValidationFailedError, validation_message
 from context_ledger.mcp import results
 from context_ledger.memory.model import (
@@ -146,6 +147,9 @@ class LedgerServer(MCPServer):
         self, name: str, arguments: dict[str, Any], context: Context | None = None
     ) -> CallToolResult | InputRequiredResult:
         tool = self._tool_manager.get_tool(name)
+        if tool is None:  # the SDK's own answer names it back, whatever the name holds
+            text = "unknown tool: tools/list names this server's tools"
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
         unknown = (
             sorted(set(arguments) - set(tool.parameters.get("properties", {}))) if tool else []
         )
@@ -164,7 +168,9 @@ class LedgerServer(MCPServer):
 
 
 def _argument_error(message: str) -> CallToolResult:
-    text = f"{ValidationFailedError.status} {ValidationFailedError.code}: {message}"
+    """The tool error of arguments the API would refuse; argument names the caller wrote are
+    redacted like any text the service echoes."""
+    text = f"{ValidationFailedError.status} {ValidationFailedError.code}: {echoed(message)}"
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 

@@ -544,6 +544,41 @@ def test_over_http_a_request_whose_id_is_not_a_string_or_integer_is_an_invalid_r
     }
 
 
+@pytest.mark.parametrize(
+    "content_type", ["APPLICATION/JSON", "Application/Json; charset=utf-8", "application/json"]
+)
+def test_over_http_the_media_type_is_read_whatever_its_case(
+    runtime, world, content_type: str
+) -> None:
+    headers = {**bearer(world["alice"]), "Content-Type": content_type, "Accept": "application/json"}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+
+    answer = httpx.post(f"{runtime.url}/mcp", headers=headers, content=body, timeout=30)
+
+    assert (answer.status_code, answer.json()) == (200, {"jsonrpc": "2.0", "id": 1, "result": {}})
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["text/plain", "application/x-www-form-urlencoded", "application/vnd.api+json", None],
+)
+def test_over_http_a_body_that_is_not_json_by_its_media_type_is_415(
+    runtime, world, content_type: str | None
+) -> None:
+    headers = {**bearer(world["alice"]), "Accept": "application/json"}
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+
+    answer = httpx.post(f"{runtime.url}/mcp", headers=headers, content=body, timeout=30)
+
+    assert answer.status_code == 415
+    assert answer.json()["error"] == {
+        "code": -32600,
+        "message": "Unsupported Media Type: Content-Type must be application/json",
+    }
+
+
 @pytest.mark.parametrize("request_id", [7, "req-7"], ids=repr)
 def test_over_http_a_request_with_a_string_or_integer_id_is_answered_under_it(
     runtime, world, request_id: Any

@@ -56,6 +56,10 @@ def create_mcp_app() -> ASGIApp:
         if scope["method"] != "POST":
             await _method_not_allowed()(scope, receive, send)
             return
+        if _media_type(scope) != "application/json":
+            await _unsupported_media_type()(scope, receive, send)
+            return
+        scope = _with_media_type(scope, "application/json")
         body = await _request_body(receive)
         if _has_malformed_id(body):
             await _invalid_request(_MALFORMED_ID)(scope, receive, send)
@@ -81,6 +85,30 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 _NOT_JSON = "Parse error: the body is not JSON"
 _NOT_JSON_RPC = "Invalid request: not a JSON-RPC 2.0 request, notification or response"
 _MALFORMED_ID = "Invalid request: a request's id is a string or an integer"
+
+
+def _media_type(scope: Scope) -> str:
+    """The request's media type, lower case, without parameters (RFC 9110: case-insensitive)."""
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            return value.decode("latin-1").split(";", 1)[0].strip().lower()
+    return ""
+
+
+def _with_media_type(scope: Scope, media_type: str) -> Scope:
+    """``scope`` with its Content-Type's media type spelt as the SDK compares it (exactly)."""
+    headers = []
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            rest = value.decode("latin-1").partition(";")[2]
+            value = (media_type + (f";{rest}" if rest else "")).encode("latin-1")
+        headers.append((name, value))
+    return {**scope, "headers": headers}
+
+
+def _unsupported_media_type() -> Response:
+    message = "Unsupported Media Type: Content-Type must be application/json"
+    return Response(_error_body(INVALID_REQUEST, message), 415, media_type="application/json")
 
 
 async def _request_body(receive: Receive) -> bytes:

@@ -27,7 +27,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from context_ledger import __version__
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
 from context_ledger.local.dev_url import write_dev_url
-from context_ledger.mcp.http_app import MAX_BODY_BYTES
+from context_ledger.mcp.http_app import MAX_BODY_BYTES, PROTOCOL_REFUSALS
 from context_ledger.settings import get_settings
 from context_ledger_client import ContextLedger
 
@@ -577,6 +577,42 @@ def test_over_http_a_body_that_is_not_json_by_its_media_type_is_415(
         "code": -32600,
         "message": "Unsupported Media Type: Content-Type must be application/json",
     }
+
+
+MODERN = "2026-07-28"
+META = "io.modelcontextprotocol/"
+
+
+@pytest.mark.parametrize(
+    ("header", "meta", "code", "message"),
+    [
+        (MODERN, None, -32602, "Invalid params: on protocol 2026-07-28 params._meta carries"),
+        (
+            "AKIAQ3EGRTW5NB7XKP2M",
+            {f"{META}protocolVersion": "AKIAQ3EGRTW5NB7XKP2M", f"{META}clientCapabilities": {}},
+            None,  # the SDK's ladder says which rule it breaks first
+            None,
+        ),
+    ],
+    ids=["no _meta", "unknown version"],
+)
+def test_over_http_a_protocol_refusal_says_what_is_wrong_in_fixed_words(
+    runtime, world, header: str, meta: dict | None, code: int, message: str
+) -> None:
+    headers = {**bearer(world["alice"]), **JSON_RPC_HEADERS, "MCP-Protocol-Version": header}
+    body = {"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"_meta": meta} if meta else {}}
+
+    answer = httpx.post(f"{runtime.url}/mcp", headers=headers, json=body, timeout=30)
+
+    assert 400 <= answer.status_code < 500
+    refusal = answer.json()
+    if code is None:
+        code = refusal["error"]["code"]
+        message = PROTOCOL_REFUSALS[code]  # one of the protocol refusals, in its fixed words
+    assert refusal["error"]["code"] == code
+    assert refusal["error"]["message"].startswith(message)
+    assert refusal["id"] == 9
+    assert "AKIAQ3EGRTW5NB7XKP2M" not in answer.text
 
 
 @pytest.mark.parametrize("request_id", [7, "req-7"], ids=repr)

@@ -20,7 +20,13 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+from mcp.types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+from mcp_types.jsonrpc import (
+    HEADER_MISMATCH,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
+from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -82,7 +88,19 @@ def create_mcp_app() -> ASGIApp:
 #: The transport's limit on a request body (the SDK's default, 4 MiB).
 MAX_BODY_BYTES = 4 * 1024 * 1024
 
-_NOT_JSON = "Parse error: the body is not JSON"
+_NOT_JSON = "Parse error: the body is not JSON this server can read"
+_MISSING_META = (
+    "Invalid params: on protocol 2026-07-28 params._meta carries"
+    " io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities"
+)
+#: The 2026-07-28 transport's refusals of a well-formed message, in fixed words of their own (the
+#: SDK's may quote the headers they name).
+PROTOCOL_REFUSALS = {
+    HEADER_MISMATCH: "Header mismatch: an MCP header is missing, repeated or not the body's",
+    MISSING_REQUIRED_CLIENT_CAPABILITY: "The request does not declare a client capability it needs",
+    UNSUPPORTED_PROTOCOL_VERSION: "Unsupported protocol version; this server speaks "
+    + ", ".join(KNOWN_PROTOCOL_VERSIONS),
+}
 _NOT_JSON_RPC = "Invalid request: not a JSON-RPC 2.0 request, notification or response"
 _MALFORMED_ID = "Invalid request: a request's id is a string or an integer"
 
@@ -192,23 +210,33 @@ def _json_rpc_refusals(send: Send) -> Send:
 
 
 def _fixed_error(status: int, original: bytes) -> bytes:
-    """The fixed error for the SDK's refusal with ``status``: a parse error stays one; any other
-    ``400`` is an invalid request (-32600), which the SDK's 2025 transport calls invalid params
-    (-32602), a code JSON-RPC keeps for a method's parameters."""
+    """The fixed error for the SDK's refusal with ``status``, under the request's id when the SDK
+    read one: a parse error stays one; the 2026-07-28 transport's refusals of headers, protocol
+    version or ``_meta`` keep their codes, in fixed words; any other ``400`` is an invalid request
+    (-32600), which the SDK's 2025 transport calls invalid params (-32602) and explains by
+    quoting the input."""
     if status == 413:
         limit = MAX_BODY_BYTES // (1024 * 1024)
         return _error_body(INVALID_REQUEST, f"Request body too large: at most {limit} MiB")
     try:
-        code = int(json.loads(original)["error"]["code"])
-    except (ValueError, KeyError, TypeError):
-        code = INVALID_REQUEST
+        refusal = json.loads(original)
+        code, message = int(refusal["error"]["code"]), str(refusal["error"]["message"])
+        request_id = refusal.get("id")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        code, message, request_id = INVALID_REQUEST, "", None
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        request_id = None
     if code == PARSE_ERROR:
         return _error_body(PARSE_ERROR, _NOT_JSON)
+    if code in PROTOCOL_REFUSALS:
+        return _error_body(code, PROTOCOL_REFUSALS[code], request_id)
+    if code == INVALID_PARAMS and message.startswith("params._meta"):
+        return _error_body(code, _MISSING_META, request_id)
     return _error_body(INVALID_REQUEST, _NOT_JSON_RPC)
 
 
-def _error_body(code: int, message: str) -> bytes:
-    error = JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))
+def _error_body(code: int, message: str, request_id: str | int | None = None) -> bytes:
+    error = JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
     return error.model_dump_json(by_alias=True, exclude_unset=True).encode()
 
 

@@ -579,6 +579,27 @@ def test_over_http_a_body_that_is_not_json_by_its_media_type_is_415(
     }
 
 
+@pytest.mark.parametrize("protocol", [None, "2026-07-28"])
+def test_over_http_an_unknown_method_is_not_named_back(runtime, world, protocol) -> None:
+    headers = {**bearer(world["alice"]), **JSON_RPC_HEADERS}
+    params: dict[str, Any] = {}
+    if protocol:
+        headers["MCP-Protocol-Version"] = protocol
+        headers["Mcp-Method"] = "AKIAQ3EGRTW5NB7XKP2M"
+        params["_meta"] = {
+            "io.modelcontextprotocol/protocolVersion": protocol,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "probe", "version": "1"},
+        }
+    body = {"jsonrpc": "2.0", "id": 3, "method": "AKIAQ3EGRTW5NB7XKP2M", "params": params}
+
+    answer = httpx.post(f"{runtime.url}/mcp", headers=headers, json=body, timeout=30)
+
+    assert answer.json()["error"]["code"] == -32601
+    assert answer.json()["id"] == 3
+    assert "AKIAQ3EGRTW5NB7XKP2M" not in answer.text
+
+
 MODERN = "2026-07-28"
 META = "io.modelcontextprotocol/"
 

@@ -20,7 +20,14 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+from mcp.types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    ErrorData,
+    JSONRPCError,
+)
 from mcp_types.jsonrpc import (
     HEADER_MISMATCH,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -175,16 +182,19 @@ def _has_malformed_id(body: bytes) -> bool:
 
 
 def _json_rpc_refusals(send: Send) -> Send:
-    """``send`` with the transport's ``400`` and ``413`` bodies replaced by a fixed JSON-RPC
-    error of the same meaning. The SDK answers a message that is not JSON-RPC with pydantic's
-    report of it: the rejected input (a key pasted by mistake included) and documentation URLs,
-    which no client of this API is ever sent (tool argument errors are worded by
-    ``tools.LedgerServer``); and a body over its limit with plain text, which a JSON-RPC client
-    cannot read."""
+    """``send`` with the transport's refusals reworded. Its ``400`` and ``413`` bodies become a
+    fixed JSON-RPC error of the same meaning: the SDK answers a message that is not JSON-RPC with
+    pydantic's report of it, the rejected input (a key pasted by mistake included) and
+    documentation URLs, which no client of this API is ever sent (tool argument errors are worded
+    by ``tools.LedgerServer``), and a body over its limit with plain text, which a JSON-RPC client
+    cannot read. An unknown method's error loses the ``data`` in which the SDK names the method
+    back."""
     held: dict[str, Any] = {}
 
     async def sanitising(message: Message) -> None:
-        if message["type"] == "http.response.start" and message["status"] in (400, 413):
+        if message["type"] == "http.response.start" and (
+            message["status"] in (400, 413) or _is_json(message)
+        ):
             held["start"] = message
             return
         if "start" not in held:
@@ -193,20 +203,48 @@ def _json_rpc_refusals(send: Send) -> Send:
         held["body"] = held.get("body", b"") + message.get("body", b"")
         if message.get("more_body"):
             return
-        body = _fixed_error(held["start"]["status"], held["body"])
+        start, body = held["start"], held["body"]
+        if start["status"] in (400, 413):
+            body = _fixed_error(start["status"], body)
+        elif _METHOD_NOT_FOUND in body:
+            body = _without_method_name(body)
         headers = [
             (k, v)
-            for k, v in held["start"]["headers"]
+            for k, v in start["headers"]
             if k.lower() not in (b"content-length", b"content-type")
         ]
         headers += [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
         ]
-        await send({**held["start"], "headers": headers})
+        await send({**start, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
     return sanitising
+
+
+_METHOD_NOT_FOUND = str(METHOD_NOT_FOUND).encode()
+
+
+def _is_json(start: Message) -> bool:
+    return any(
+        k.lower() == b"content-type" and v.lower().startswith(b"application/json")
+        for k, v in start["headers"]
+    )
+
+
+def _without_method_name(body: bytes) -> bytes:
+    """A JSON-RPC answer without the ``data`` of a method-not-found error (the method's name)."""
+    try:
+        answer = json.loads(body)
+        error = answer["error"]
+    except (ValueError, KeyError, TypeError):
+        return body
+    if not isinstance(error, dict) or error.get("code") != METHOD_NOT_FOUND:
+        return body
+    error.pop("data", None)
+    error["message"] = "Method not found"
+    return json.dumps(answer, separators=(",", ":")).encode()
 
 
 def _fixed_error(status: int, original: bytes) -> bytes:

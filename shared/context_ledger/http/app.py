@@ -18,7 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from context_ledger.db.pool import is_unavailable
 from context_ledger.dlp.texts import echoed
@@ -29,6 +29,7 @@ from context_ledger.errors import (
     error_body,
     validation_message,
 )
+from context_ledger.http.body import ClientGone, read_body, replay
 from context_ledger.http.ratelimit import CredentialLimit, request_quota
 from context_ledger.log import logger
 
@@ -147,8 +148,8 @@ class RefuseBadInput:
             declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes
         )
         try:
-            body = None if too_big else await _read_body(receive, self.max_body_bytes)
-        except _ClientGone:
+            body = None if too_big else await read_body(receive, self.max_body_bytes)
+        except ClientGone:
             return  # nobody to answer, and half a body must not reach the app
         if body is None:
             message = f"request body exceeds {self.max_body_bytes} bytes"
@@ -157,43 +158,6 @@ class RefuseBadInput:
             message = "the path or query string is not valid UTF-8, or holds NUL"
             refusal = self.error_response(400, "invalid_request", message)
         else:
-            await self.app(scope, _replay(body, receive), send)
+            await self.app(scope, replay(body, receive), send)
             return
         await refusal(scope, receive, send)
-
-
-class _ClientGone(Exception):
-    """The client disconnected before it sent the whole body."""
-
-
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
-    """The whole request body, or None once it exceeds ``limit`` bytes (the rest is not read).
-    Raises _ClientGone when the client disconnects first."""
-    parts: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            raise _ClientGone
-        part = message.get("body", b"")
-        size += len(part)
-        if size > limit:
-            return None
-        parts.append(part)
-        if not message.get("more_body", False):
-            break
-    return b"".join(parts)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A receive channel that gives ``body`` first, then whatever the client sends next."""
-    replayed = False
-
-    async def replay() -> Message:
-        nonlocal replayed
-        if not replayed:
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay

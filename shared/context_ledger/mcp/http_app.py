@@ -40,6 +40,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from context_ledger.auth.authorizer import bearer_token
 from context_ledger.errors import UnauthorizedError
+from context_ledger.http.body import ClientGone, read_body, replay
 from context_ledger.http.principal import verified_principal
 from context_ledger.mcp import CLIENT_NAME
 from context_ledger.mcp.tools import build_server
@@ -73,11 +74,17 @@ def create_mcp_app() -> ASGIApp:
             await _unsupported_media_type()(scope, receive, send)
             return
         scope = _with_media_type(scope, "application/json")
-        body = await _request_body(receive)
+        try:
+            body = await read_body(receive, MAX_BODY_BYTES)
+        except ClientGone:
+            return
+        if body is None:
+            await _too_large()(scope, receive, send)
+            return
         if _has_malformed_id(body):
             await _invalid_request(_MALFORMED_ID)(scope, receive, send)
             return
-        receive = _replaying(body, receive)
+        receive = replay(body, receive)
         # The SDK's stateless manager runs once; a fresh one serves this request alone.
         streamable = server.streamable_http_app(
             streamable_http_path=MCP_PATH,
@@ -136,33 +143,6 @@ def _unsupported_media_type() -> Response:
     return Response(_error_body(INVALID_REQUEST, message), 415, media_type="application/json")
 
 
-async def _request_body(receive: Receive) -> bytes:
-    """The whole request body (API Gateway delivers it in one event, at most 10 MB)."""
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break  # the client went away: the SDK sees an empty or partial body
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    return b"".join(chunks)
-
-
-def _replaying(body: bytes, receive: Receive) -> Receive:
-    """``receive`` with ``body`` delivered first, as one message, for the SDK to read again."""
-    delivered = False
-
-    async def replay() -> Message:
-        nonlocal delivered
-        if delivered:
-            return await receive()
-        delivered = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return replay
-
-
 def _has_malformed_id(body: bytes) -> bool:
     """Whether ``body`` is one request (an object with a ``method`` and an ``id``) whose id is
     neither a string nor an integer: MCP's rule, stricter than JSON-RPC's (no null, no
@@ -182,18 +162,17 @@ def _has_malformed_id(body: bytes) -> bool:
 
 
 def _json_rpc_refusals(send: Send) -> Send:
-    """``send`` with the transport's refusals reworded. Its ``400`` and ``413`` bodies become a
-    fixed JSON-RPC error of the same meaning: the SDK answers a message that is not JSON-RPC with
+    """``send`` with the transport's refusals reworded. Its ``400`` bodies become a fixed
+    JSON-RPC error of the same meaning: the SDK answers a message that is not JSON-RPC with
     pydantic's report of it, the rejected input (a key pasted by mistake included) and
     documentation URLs, which no client of this API is ever sent (tool argument errors are worded
-    by ``tools.LedgerServer``), and a body over its limit with plain text, which a JSON-RPC client
-    cannot read. An unknown method's error loses the ``data`` in which the SDK names the method
-    back."""
+    by ``tools.LedgerServer``). An unknown method's error loses the ``data`` in which the SDK
+    names the method back. (A body over the size limit is refused before the SDK reads it.)"""
     held: dict[str, Any] = {}
 
     async def sanitising(message: Message) -> None:
         if message["type"] == "http.response.start" and (
-            message["status"] in (400, 413) or _is_json(message)
+            message["status"] == 400 or _is_json(message)
         ):
             held["start"] = message
             return
@@ -204,8 +183,8 @@ def _json_rpc_refusals(send: Send) -> Send:
         if message.get("more_body"):
             return
         start, body = held["start"], held["body"]
-        if start["status"] in (400, 413):
-            body = _fixed_error(start["status"], body)
+        if start["status"] == 400:
+            body = _fixed_error(body)
         elif _METHOD_NOT_FOUND in body:
             body = _without_method_name(body)
         headers = [
@@ -247,15 +226,12 @@ def _without_method_name(body: bytes) -> bytes:
     return json.dumps(answer, separators=(",", ":")).encode()
 
 
-def _fixed_error(status: int, original: bytes) -> bytes:
-    """The fixed error for the SDK's refusal with ``status``, under the request's id when the SDK
-    read one: a parse error stays one; the 2026-07-28 transport's refusals of headers, protocol
-    version or ``_meta`` keep their codes, in fixed words; any other ``400`` is an invalid request
-    (-32600), which the SDK's 2025 transport calls invalid params (-32602) and explains by
-    quoting the input."""
-    if status == 413:
-        limit = MAX_BODY_BYTES // (1024 * 1024)
-        return _error_body(INVALID_REQUEST, f"Request body too large: at most {limit} MiB")
+def _fixed_error(original: bytes) -> bytes:
+    """The fixed error for the SDK's ``400`` answer ``original``, under the request's id when
+    the SDK read one: a parse error stays one; the 2026-07-28 transport's refusals of headers,
+    protocol version or ``_meta`` keep their codes, in fixed words; any other ``400`` is an
+    invalid request (-32600), which the SDK's 2025 transport calls invalid params (-32602) and
+    explains by quoting the input."""
     try:
         refusal = json.loads(original)
         code, message = int(refusal["error"]["code"]), str(refusal["error"]["message"])
@@ -276,6 +252,12 @@ def _fixed_error(status: int, original: bytes) -> bytes:
 def _error_body(code: int, message: str, request_id: str | int | None = None) -> bytes:
     error = JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
     return error.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+def _too_large() -> Response:
+    limit = MAX_BODY_BYTES // (1024 * 1024)
+    message = f"Request body too large: at most {limit} MiB"
+    return Response(_error_body(INVALID_REQUEST, message), 413, media_type="application/json")
 
 
 def _invalid_request(message: str) -> Response:

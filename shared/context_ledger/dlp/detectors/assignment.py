@@ -409,7 +409,7 @@ class NamedKeyDetector:
             return None
         separator = match.group("sep")
         flag = key.startswith("-")
-        blank = separator.strip() in ("", "is", "was")
+        blank = separator.strip().lower() in ("", "is", "was")
         if separator == ">" and not text.endswith("<", 0, start):
             return None
         if separator == ">":

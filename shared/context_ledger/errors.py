@@ -106,6 +106,15 @@ def validation_message(errors: Iterable[Mapping[str, Any]], *, skip: str = "body
     ``422 validation_failed`` (the API's and the MCP tools'), naming fields, never their values."""
     parts = []
     for item in list(errors)[:5]:
-        where = ".".join(str(p) for p in item.get("loc", ()) if p != skip) or skip
+        where = ".".join(_named(p) for p in item.get("loc", ()) if p != skip) or skip
         parts.append(f"{where}: {item.get('msg', 'invalid')}")
     return "; ".join(parts)
+
+
+#: The longest field name a message repeats whole (an unknown key can be any length).
+MAX_NAMED = 64
+
+
+def _named(part: object) -> str:
+    name = str(part)
+    return name if len(name) <= MAX_NAMED else f"{name[:MAX_NAMED]}…"

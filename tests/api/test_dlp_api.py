@@ -167,6 +167,23 @@ def classified(api, admin_headers) -> Classified:
     return Classified(api, admin_headers)
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"actions": {AWS_KEY: "allow"}},
+        {"patterns": [{"name": AWS_KEY, "pattern": "abc"}]},
+        {"patterns": [{"name": "x", "pattern": f"({AWS_KEY}"}]},
+    ],
+    ids=["a classification", "a pattern's name", "a pattern's text"],
+)
+def test_a_refused_policy_names_what_was_sent_redacted(api, admin_headers, body: dict) -> None:
+    response = api.put(POLICY, headers=admin_headers, json=body)
+
+    assert error_of(response) == (422, "validation_failed")
+    assert AWS_KEY not in response.text
+    assert "[REDACTED:aws_access_key]" in response.json()["error"]["message"]
+
+
 def test_a_searcher_gets_every_classification_redacted_drop_and_block_source_included(
     classified, org, token
 ) -> None:

@@ -120,6 +120,19 @@ def test_the_query_is_named_redacted_as_the_service_searched_it(found: tuple) ->
     assert "why is [REDACTED:" in text.splitlines()[0]
 
 
+def test_recalled_memories_name_their_query_redacted() -> None:
+    key = "AKIAQ3EGRTW5NB7XKP2M"
+    found = RelevantMemories.from_json(
+        {"project_id": "billing", "query": f"where is {key} used", "memories": []}
+    )
+
+    text, output = results.memories(found)
+
+    assert key not in text
+    assert key not in output.query
+    assert output.query.startswith("where is [REDACTED:")
+
+
 def test_recalled_memories_carry_score_type_importance_agent_and_metadata() -> None:
     found = RelevantMemories.from_json(
         {

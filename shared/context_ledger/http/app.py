@@ -63,7 +63,9 @@ def _describe_validation(exc: RequestValidationError) -> tuple[int, str, str]:
 
 async def _api_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
-    return _error(exc.status, exc.code, exc.message, exc.headers)
+    # A rule's message may name what the caller wrote (a policy's key, a pattern's name or text).
+    message = echoed(exc.message) if isinstance(exc, ValidationFailedError) else exc.message
+    return _error(exc.status, exc.code, message, exc.headers)
 
 
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:

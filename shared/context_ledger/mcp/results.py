@@ -191,15 +191,18 @@ def _cited(chunk: Chunk) -> CitedChunk:
 
 
 def memories(found: RelevantMemories) -> tuple[str, SearchMemoriesOutput]:
+    """The recalled memories in words and structured, naming the query redacted (as
+    :func:`retrieval` does)."""
     ranked = found.memories
+    query = redacted((), found.query, stage="query")
     count = f"{len(ranked)} memor{'ies' if len(ranked) != 1 else 'y'}"
-    lines = [f'{count} of project {found.project_id} for "{found.query}", best first']
+    lines = [f'{count} of project {found.project_id} for "{query}", best first']
     for index, memory in enumerate(ranked, 1):
         heading = f"[{index}] {memory.type} | score {memory.score:.3f} | importance"
         lines += ["", *_memory_lines(memory, heading, with_id=True)]
     output = SearchMemoriesOutput(
         project_id=found.project_id,
-        query=found.query,
+        query=query,
         memories=[
             _found(m, score=m.score, similarity=m.similarity, justification=m.justification)
             for m in ranked

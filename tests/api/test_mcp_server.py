@@ -607,7 +607,7 @@ META = "io.modelcontextprotocol/"
 @pytest.mark.parametrize(
     ("header", "meta", "code", "message"),
     [
-        (MODERN, None, -32602, "Invalid params: on protocol 2026-07-28 params._meta carries"),
+        (MODERN, None, -32602, "Invalid params: an MCP-Protocol-Version header other than"),
         (
             "AKIAQ3EGRTW5NB7XKP2M",
             {f"{META}protocolVersion": "AKIAQ3EGRTW5NB7XKP2M", f"{META}clientCapabilities": {}},

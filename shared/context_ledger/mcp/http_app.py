@@ -33,7 +33,7 @@ from mcp_types.jsonrpc import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -104,8 +104,10 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 
 _NOT_JSON = "Parse error: the body is not JSON this server can read"
 _MISSING_META = (
-    "Invalid params: on protocol 2026-07-28 params._meta carries"
-    " io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities"
+    "Invalid params: an MCP-Protocol-Version header other than the initialize handshake's"
+    f" versions ({', '.join(HANDSHAKE_PROTOCOL_VERSIONS)}) selects protocol 2026-07-28, whose"
+    " params._meta carries io.modelcontextprotocol/protocolVersion and"
+    " io.modelcontextprotocol/clientCapabilities"
 )
 #: The 2026-07-28 transport's refusals of a well-formed message, in fixed words of their own (the
 #: SDK's may quote the headers they name).

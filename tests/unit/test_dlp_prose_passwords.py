@@ -95,3 +95,36 @@ def test_a_sentence_about_passwords_is_left_as_written(text: str) -> None:
 )
 def test_the_shape_of_a_chosen_password(word: str, chosen: bool) -> None:
     assert chosen_password(word) is chosen
+
+
+@pytest.mark.parametrize(
+    ("table", "secrets"),
+    [
+        ("| user | password |\n|---|---|\n| root | Gr4n1te&Fox39 |\n| app | hunter22 |", 2),
+        ("| Host | User | Password |\n| :--- | --- | ---: |\n| db1 | root | `Gr4n1te&Fox4` |", 1),
+        ("| name | API key |\n|------|---------|\n| prod | 8f9a7b6c5d4e3f2a1b0c |", 1),
+    ],
+    ids=["two rows", "aligned, in code", "an API key column"],
+)
+def test_a_markdown_table_column_named_like_a_credential_is_redacted(
+    table: str, secrets: int
+) -> None:
+    redacted = REDACTOR.redact(table)
+
+    assert sum(redacted.counts.values()) == secrets
+    assert "Gr4n1te" not in redacted.text
+    assert "hunter22" not in redacted.text
+    assert redacted.text.splitlines()[0] == table.splitlines()[0], "the header stays"
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        "| user | password |\n|---|---|\n| root | ******** |\n| ci | (in the vault) |",
+        "| Feature | Password policy |\n|---|---|\n| length | twelve |",
+        "| a | b |\n|---|---|\n| password | reset weekly |",
+    ],
+    ids=["masked and referenced", "a column about passwords", "a cell naming passwords"],
+)
+def test_a_table_without_a_credential_value_is_left_as_written(table: str) -> None:
+    assert REDACTOR.redact(table).counts == {}

@@ -20,7 +20,7 @@ from context_ledger.dlp.detectors.assignment import (
 from context_ledger.dlp.detectors.base import Detector, Finding, RegexDetector, Validator
 from context_ledger.dlp.detectors.prose import PasswordInProseDetector
 from context_ledger.dlp.detectors.runs import decode
-from context_ledger.dlp.detectors.tables import CsvColumnDetector
+from context_ledger.dlp.detectors.tables import CsvColumnDetector, MarkdownTableDetector
 
 _TOKEN_NEIGHBOUR = re.compile(r"[A-Za-z0-9_\-]")
 _END = r"(?![A-Za-z0-9_\-])"
@@ -422,4 +422,5 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
     NamedKeyDetector(),
     PasswordInProseDetector(),
     CsvColumnDetector(),
+    MarkdownTableDetector(),
 )

@@ -9,6 +9,7 @@ A table runs from its header to the first blank line or row of another width.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Iterator
 
@@ -120,3 +121,54 @@ class CsvColumnDetector:
         if columns:
             columns[-1] = len(header)  # type: ignore[assignment]
         return columns
+
+
+# A markdown table's row (``| a | b |``) and the rule under its header (``|---|:--:|``).
+_MARKDOWN_ROW = re.compile(r"[ \t]*\|.*\|[ \t]*\r?")
+_MARKDOWN_RULE = re.compile(r"[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+(?:[ \t]*:?-{3,}:?[ \t]*)?\r?")
+# Markup around a cell's text: emphasis and code spans.
+_CELL_MARKUP = " \t*_`"
+
+
+def markdown_cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The cells of one markdown table row, as spans of their text without blanks and markup
+    around it (a ``\\|`` is part of its cell)."""
+    pipes = [m.start() for m in re.finditer(r"(?<!\\)\|", text[start:end])]
+    found = []
+    for left, right in itertools.pairwise(pipes):
+        cell = text[start + left + 1 : start + right]
+        lead = len(cell) - len(cell.lstrip(_CELL_MARKUP))
+        core = cell.strip(_CELL_MARKUP)
+        found.append((start + left + 1 + lead, start + left + 1 + lead + len(core)))
+    return found
+
+
+class MarkdownTableDetector:
+    """Cells of markdown table columns named like a password or secret: a header row naming one,
+    the rule under it, then every row until a line that is not one (a credentials table in a
+    runbook or a wiki page, ``| host | user | password |``). A cell is judged like an assigned
+    value: literal, not a reference or placeholder (``********``, ``(in the vault)``)."""
+
+    kinds = ("password", "secret")
+    # The rule under a header: a cheap mark of a table (a gate naming the credential cell as
+    # well made the gate set twice as slow on every text).
+    gate = r"\|[ \t]*:?---"
+
+    def find(self, text: str) -> Iterator[Finding]:
+        lines = _lines(text)
+        for index in range(len(lines) - 2):
+            header, rule = lines[index], lines[index + 1]
+            if not (
+                _MARKDOWN_ROW.fullmatch(text, *header) and _MARKDOWN_RULE.fullmatch(text, *rule)
+            ):
+                continue
+            kinds = [key_kind(text[s:e]) for s, e in markdown_cells(text, *header)]
+            if not any(kind in ("password", "secret") for kind in kinds):
+                continue
+            for row in lines[index + 2 :]:
+                if not _MARKDOWN_ROW.fullmatch(text, *row):
+                    break
+                for (start, end), kind in zip(markdown_cells(text, *row), kinds, strict=False):
+                    credential = kind in ("password", "secret") and start < end
+                    if credential and is_literal(text[start:end], kind, quoted=False):
+                        yield Finding(start, end, REPORTED_KINDS[kind])

@@ -52,6 +52,7 @@ FOUND = [
     ("high_entropy", 'x = "Zx9kQ2mPq7Lr4tVb8nWc3yHd"', "Zx9kQ2mPq7Lr4tVb8nWc3yHd"),
     ("email", "mail john.doe+x@example.co.uk today", "john.doe+x@example.co.uk"),
     ("email", "https://app.example.com/invite?to=ann@example.org", "ann@example.org"),
+    ("email", "notes/alice.smith@example.org.md", "alice.smith@example.org"),
     ("phone", "call +1 415 555 2671.", "+1 415 555 2671"),
     ("phone", "call (415) 555-2671", "(415) 555-2671"),
     ("phone", "ring 020 7946 0958", "020 7946 0958"),

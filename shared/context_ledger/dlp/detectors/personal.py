@@ -102,7 +102,8 @@ def _word(kind: str, first: str, rest: str, gate: str, validate: Validator) -> R
 class EmailDetector:
     """Emails, found from their ``@``: the text is searched for ``@`` (fast), never word by word.
 
-    Not emails: ``user@host`` as a URL's login (``ssh://git@host``, ``https://u:p@host``; an
+    A file named after an address (``alice@example.org.md``) holds one. Not emails: ``user@host``
+    as a URL's login (``ssh://git@host``, ``https://u:p@host``; an
     address in a URL's path or query still is one), ``git@host``, asset names such as
     ``icon@2x.png``, message ids in mail headers (``Message-ID: <id@host>``), and service
     accounts (``x@project.iam.gserviceaccount.com``), which name machines, not people.
@@ -120,6 +121,11 @@ class EmailDetector:
         at = text.find("@")
         while at != -1:
             domain = self._domain.match(text, at + 1)
+            if domain and domain.group("tld").lower() in _FILE_EXTENSIONS:
+                # A file named after an address (``notes/alice@example.org.md``): the address
+                # is the name without its extension, when that still ends in a domain.
+                extension = len(domain.group("tld")) + 1
+                domain = self._domain.fullmatch(text, at + 1, domain.end() - extension) or domain
             local = self._local.search(text, max(0, at - 64), at) if domain else None
             if domain and local and self._is_address(text, local.start(), local.group(0), domain):
                 yield Finding(local.start(), domain.end(), "email")

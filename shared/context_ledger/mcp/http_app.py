@@ -150,9 +150,7 @@ def _has_malformed_id(body: bytes) -> bool:
     neither a string nor an integer: MCP's rule, stricter than JSON-RPC's (no null, no
     fraction). The SDK's 2025 transport takes such a message for a notification, answers 202
     and drops it, so the client waits for an answer that never comes; a message that is not
-    JSON, or over the size limit, is left to the SDK's own refusals."""
-    if len(body) > MAX_BODY_BYTES:
-        return False
+    JSON is left to the SDK's own refusals."""
     try:
         message = json.loads(body)
     except (ValueError, RecursionError):

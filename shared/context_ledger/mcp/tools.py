@@ -150,9 +150,7 @@ class LedgerServer(MCPServer):
         if tool is None:  # the SDK's own answer names it back, whatever the name holds
             text = "unknown tool: tools/list names this server's tools"
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
-        unknown = (
-            sorted(set(arguments) - set(tool.parameters.get("properties", {}))) if tool else []
-        )
+        unknown = sorted(set(arguments) - set(tool.parameters.get("properties", {})))
         if unknown:
             # The API refuses fields it does not know (a typo must not pass for a default).
             return _argument_error(

@@ -284,15 +284,14 @@ _J = r"[._ \-]?"
 # detectors read it (dlp/normalise.py: ``contraseña`` as ``contrasena``, the Cyrillic letters of
 # ``пароль`` that look Latin as Latin).
 _PASSWORD_WORDS = (
-    "passwort", "kennwort", "mot de passe", "mdp", "contraseña", "senha", "wachtwoord", "hasło",
+    "passwort", "kennwort", "mot de passe", "contraseña", "senha", "wachtwoord", "hasło",
     "lösenord", "adgangskode", "passord", "salasana", "heslo", "пароль", "şifre", "jelszó",
     "パスワード", "密码", "密碼", "비밀번호",
 )  # fmt: skip
-#: The names of a password a sentence uses (no short ones: ``pass`` and ``pw`` are words too).
+#: The names of a password a sentence uses (no short ones: ``pass``, ``pw`` and French ``mdp``
+#: are words or abbreviations too, names only where a value is assigned to them).
 PASSWORD_WORDS = rf"pass{_J}(?:word|wd|phrase)|" + "|".join(
-    dict.fromkeys(
-        re.escape(fold(word).text).replace(r"\ ", _J) for word in _PASSWORD_WORDS if word != "mdp"
-    )
+    dict.fromkeys(re.escape(fold(word).text).replace(r"\ ", _J) for word in _PASSWORD_WORDS)
 )
 PASSWORD_NAMES = rf"{PASSWORD_WORDS}|pwd|pw|pass|mdp|user{_J}info"
 SECRET_NAMES = (

@@ -20,8 +20,9 @@ mode (``hybrid``: full-text + vector with query embeddings from the local stand-
   sends them, so the bare search follows whichever checkout runs it. Each search's terms are
   computed from the first statement's rows as the search step computes them (microseconds).
   Query vectors are computed beforehand with the same hashing provider. (The handler sends the
-  vector statements on a second connection, beside the text ones; the bare search sends all of
-  them on one, as the handler does without a spare connection.)
+  vector statements on a second connection, beside the text ones and the smallest level's vector
+  statement; the bare search sends all of them on one, as the handler does without a spare
+  connection.)
 
 It prints p50/p95/p99/mean of both, the median of the per-query differences (``diff p50``: the
 handler's own cost, which drift between queries does not blur), the handler/bare ratio of the
@@ -518,7 +519,7 @@ class BareSearch:
     level's) as the search step does, in microseconds. Then the statements of every search are
     sent together, synchronised once and read after the pipeline: one round trip and one implicit
     transaction, so the HNSW settings apply to the searches as in the handler. (The handler sends
-    the vector statements on a second connection, beside the text ones, when it has a spare one.)
+    the larger levels' vector statements on a second connection when it has a spare one.)
     """
 
     statements: list[Statement]

@@ -195,6 +195,7 @@ def _search(
             versions={id: versions[id] for id in part} if hnsw and not text_only else {},
             levels=dict.fromkeys(part, level) if hnsw and not text_only else {},
             level=level,
+            chunks=counts.chunks(part),
         )
         for (level, text_only), part in _parts(sources, levels, policy).items()
     ]
@@ -234,18 +235,23 @@ def _ranked_chunks(
     weights: dict[str, float],
 ) -> list[DeliveredChunk]:
     """Ranked candidates, at most ``maxPerLevel`` per level, with their stored rows."""
-    usable = [c for c in candidates if c.source_id in sources]
-
-    def weight_of(candidate: Candidate) -> float:
-        return weights[levels[sources[candidate.source_id].space_id]]
-
+    # Hundreds of candidates, a handful of sources: each candidate's level is one lookup.
+    level_of = {id: levels[source.space_id] for id, source in sources.items()}
+    weight_of = {id: weights[level] for id, level in level_of.items()}
+    usable = [c for c in candidates if c.source_id in level_of]
+    searched_levels = len(set(level_of.values()))
     per_level: dict[Level, int] = {}
     capped = []
-    for ranked in rank(usable, weight_of):
-        level = levels[sources[ranked.candidate.source_id].space_id]
-        if per_level.get(level, 0) < request.max_per_level:
-            per_level[level] = per_level.get(level, 0) + 1
+    full = 0  # levels holding maxPerLevel chunks already
+    for ranked in rank(usable, lambda candidate: weight_of[candidate.source_id]):
+        level = level_of[ranked.candidate.source_id]
+        count = per_level.get(level, 0)
+        if count < request.max_per_level:
+            per_level[level] = count + 1
             capped.append(ranked)
+            full += count + 1 == request.max_per_level
+            if full == searched_levels:
+                break  # every level is full: the rest would all be capped
     rows = sources_store.chunks_by_id(
         conn,
         org_id=principal.org_id,

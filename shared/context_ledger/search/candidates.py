@@ -84,7 +84,8 @@ def search_candidates(
     text scores share one scale (the best rank of all), and "found by" is decided within each
     part (:func:`merge`). All the statements travel in one round trip; with a
     ``side_connection`` the vector statements run on it while the text statements run on
-    ``conn``: they take about as long as the slower side instead of both together.
+    ``conn`` (over several parts with the smallest part's vector statement): they take about
+    as long as the slower side instead of both together.
     """
     searches = [search for search in searches if search.source_ids]
     limits = [search.limit for search in searches]
@@ -97,13 +98,12 @@ def search_candidates(
     similarity = similarity_sql(len(vectors[0]), pgvector=pgvector)
     errors = pgvector_errors() if backend is SearchBackend.PGVECTOR else nullcontext()
 
-    def send_vectors(connection: Connection) -> list[Pending[list[Hit]]]:
-        return [
-            Pending(list)
-            if search.vector is None
-            else _pending_vector_search(connection, search, backend, pgvector, ef_search)
-            for search in searches
-        ]
+    def send_vectors(connection: Connection, picked: set[int]) -> dict[int, Pending[list[Hit]]]:
+        return {
+            n: _pending_vector_search(connection, search, backend, pgvector, ef_search)
+            for n, search in enumerate(searches)
+            if n in picked
+        }
 
     def send_texts() -> list[Pending[list[Hit]]]:
         return [
@@ -114,28 +114,53 @@ def search_candidates(
         ]
 
     with errors:
+        with_vector = {n for n, search in enumerate(searches) if search.vector is not None}
         if side_connection is None:
             # One round trip. The vector searches go first, so a pgvector backend without
             # pgvector fails (503) before the text searches need its column.
             with conn.pipeline():
-                vector = send_vectors(conn)
+                vector = send_vectors(conn, with_vector)
                 text = send_texts()
             text_hits = [pending.result() for pending in text]
-            vector_hits = [pending.result() for pending in vector]
+            vector_hits = _read(vector, len(searches))
         else:
             # The vector statements are sent on the side connection, the text statements run
             # on the request's, and the request's thread reads both: no thread to hand the
             # search to, whose start cost 0.5-1 ms p50 and 3-4 ms p95 here
             # (docs/decisions.md). In autocommit mode the HNSW settings and the searches are
-            # one implicit transaction, ended by the pipeline's Sync.
+            # one implicit transaction, ended by the pipeline's Sync. Over several levels the
+            # request's connection also takes the smallest level's vector statement, so the
+            # two connections finish closer together (:func:`_beside_texts`).
+            beside = _beside_texts(searches, with_vector)
             with autocommit(side_connection):
                 with side_connection.pipeline():
-                    vector = send_vectors(side_connection)
+                    side = send_vectors(side_connection, with_vector - beside)
                     with conn.pipeline():
+                        vector = send_vectors(conn, beside)
                         text = send_texts()
                     text_hits = [pending.result() for pending in text]
-                vector_hits = [pending.result() for pending in vector]
+                    vector.update(side)
+                vector_hits = _read(vector, len(searches))
     return merge(list(zip(text_hits, vector_hits, limits, strict=True)))
+
+
+def _beside_texts(searches: Sequence[SearchQuery], with_vector: set[int]) -> set[int]:
+    """Which vector statements the request's connection sends beside the text statements:
+    none for one, else the one over the fewest chunks.
+
+    A vector statement over a level's HNSW graph costs more than a text statement, and more the
+    larger the graph (bench/retrieve.py's 100k chain: 6.5 / 3.5 / 2.7 ms for 70k / 20k / 10k
+    chunks, a text statement ~1.8 ms), so with every vector statement on the side connection
+    the request's waited some 5 ms for it; with the smallest level's beside the texts, both
+    connections carry about half (docs/decisions.md)."""
+    if len(with_vector) < 2:
+        return set()
+    return {min(with_vector, key=lambda n: (searches[n].chunks, -n))}
+
+
+def _read(pending: dict[int, Pending[list[Hit]]], count: int) -> list[list[Hit]]:
+    """The hits of every search, in order: none for a search without a vector statement."""
+    return [pending[n].result() if n in pending else [] for n in range(count)]
 
 
 def pending_terms(conn: Connection, search: SearchQuery, *, versions: bool) -> Pending[SearchQuery]:

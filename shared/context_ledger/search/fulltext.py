@@ -183,7 +183,7 @@ class TermCounts:
         """The terms over ``sources`` (default: every source counted), the matched ones chosen
         by their frequencies in ``matched_in`` (default: the same sources)."""
         over = list(self.totals) if sources is None else list(sources)
-        chunks = sum(self.totals.get(s, (0, 0))[0] for s in over)
+        chunks = self.chunks(over)
         tokens = sum(self.totals.get(s, (0, 0))[1] for s in over)
         counted = query_terms(
             self._stats(over),
@@ -200,6 +200,10 @@ class TermCounts:
             counted.hybrid_match,
             counted.average_length,
         )
+
+    def chunks(self, sources: Sequence[uuid.UUID]) -> int:
+        """How many chunks the current versions of ``sources`` hold."""
+        return sum(self.totals.get(source, (0, 0))[0] for source in sources)
 
     def _stats(self, sources: Sequence[uuid.UUID]) -> list[TermStats]:
         frequencies: dict[str, int] = {}

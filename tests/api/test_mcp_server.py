@@ -778,3 +778,62 @@ def test_the_documented_agent_configurations_start_a_server_that_answers(
     result = run(retrieve())
 
     assert not result.is_error, text(result)
+
+
+SECRET = "AKIAQ3EGRTW5NB7XKP2M"
+EMAIL = "jane.doe@acme-corp.com"
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("resources/read", {"uri": f"https://ops:Tr0ub4dor@x.io/{SECRET}/{EMAIL}"}),
+        ("prompts/get", {"name": f"{SECRET} {EMAIL}"}),
+        ("prompts/get", {"name": "summary", "arguments": {"key": SECRET}}),
+        ("tools/call", {"name": {"k": SECRET}, "arguments": {}}),
+        ("resources/read", {"uri": {"k": SECRET}}),
+        ("initialize", {"protocolVersion": SECRET, "capabilities": {}}),
+    ],
+    ids=["unknown resource", "unknown prompt", "prompt arguments", "tool name", "uri", "init"],
+)
+def test_over_http_an_sdk_error_answer_echoes_nothing_the_caller_sent(
+    runtime, world, method: str, params: dict[str, Any]
+) -> None:
+    """Resources and prompts this server does not have, and params the SDK refuses, answer a
+    JSON-RPC error of a valid code in fixed words: no uri, name, argument or value comes back."""
+    headers = {**bearer(world["alice"]), **JSON_RPC_HEADERS}
+    body = {"jsonrpc": "2.0", "id": 4, "method": method, "params": params}
+
+    answer = httpx.post(f"{runtime.url}/mcp", headers=headers, json=body, timeout=30)
+
+    error = answer.json()["error"]
+    assert error["code"] in (-32602, -32600, -32601), error
+    assert answer.json()["id"] == 4
+    for sent in (SECRET, EMAIL, "Tr0ub4dor"):
+        assert sent not in answer.text
+    assert "data" not in error
+
+
+def test_an_unknown_resource_or_prompt_is_invalid_params_in_fixed_words(connect, world) -> None:
+    """Over both transports: the server offers no resources and no prompts, and says so."""
+
+    async def calls() -> list[MCPError]:
+        errors = []
+        async with connect(world["alice"]) as session:
+            for request in (
+                session.read_resource(f"https://x.io/{SECRET}"),
+                session.get_prompt(f"prompt-{SECRET}"),
+            ):
+                with pytest.raises(MCPError) as raised:
+                    await request
+                errors.append(raised.value)
+        return errors
+
+    errors = run(calls())
+
+    assert [e.error.code for e in errors] == [-32602, -32602]
+    assert [e.error.message for e in errors] == [
+        "Unknown resource: resources/list names this server's resources",
+        "Unknown prompt: prompts/list names this server's prompts",
+    ]
+    assert all(e.error.data is None for e in errors)

@@ -21,6 +21,7 @@ from typing import Any
 from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -43,7 +44,7 @@ from context_ledger.errors import UnauthorizedError
 from context_ledger.http.body import ClientGone, read_body, replay
 from context_ledger.http.principal import verified_principal
 from context_ledger.mcp import CLIENT_NAME
-from context_ledger.mcp.tools import build_server
+from context_ledger.mcp.tools import UNKNOWN_PROMPT, UNKNOWN_RESOURCE, build_server
 from context_ledger.settings import get_settings
 from context_ledger_client import AsyncContextLedger
 
@@ -166,8 +167,9 @@ def _json_rpc_refusals(send: Send) -> Send:
     JSON-RPC error of the same meaning: the SDK answers a message that is not JSON-RPC with
     pydantic's report of it, the rejected input (a key pasted by mistake included) and
     documentation URLs, which no client of this API is ever sent (tool argument errors are worded
-    by ``tools.LedgerServer``). An unknown method's error loses the ``data`` in which the SDK
-    names the method back. (A body over the size limit is refused before the SDK reads it.)"""
+    by ``tools.LedgerServer``). Its other error answers say their code's fixed words, without
+    ``data`` (:func:`_in_fixed_words`). (A body over the size limit is refused before the SDK
+    reads it.)"""
     held: dict[str, Any] = {}
 
     async def sanitising(message: Message) -> None:
@@ -185,8 +187,8 @@ def _json_rpc_refusals(send: Send) -> Send:
         start, body = held["start"], held["body"]
         if start["status"] == 400:
             body = _fixed_error(body)
-        elif _METHOD_NOT_FOUND in body:
-            body = _without_method_name(body)
+        elif b'"error"' in body:
+            body = _in_fixed_words(body)
         headers = [
             (k, v)
             for k, v in start["headers"]
@@ -202,9 +204,6 @@ def _json_rpc_refusals(send: Send) -> Send:
     return sanitising
 
 
-_METHOD_NOT_FOUND = str(METHOD_NOT_FOUND).encode()
-
-
 def _is_json(start: Message) -> bool:
     return any(
         k.lower() == b"content-type" and v.lower().startswith(b"application/json")
@@ -212,17 +211,36 @@ def _is_json(start: Message) -> bool:
     )
 
 
-def _without_method_name(body: bytes) -> bytes:
-    """A JSON-RPC answer without the ``data`` of a method-not-found error (the method's name)."""
+#: What an error answer of each JSON-RPC code says, whatever the SDK said: its messages and
+#: ``data`` quote the method, the uri, a tool's or a prompt's name and pydantic's report of the
+#: params, the rejected values included. Codes outside JSON-RPC's (the SDK answers 0 for an
+#: exception it did not expect) are internal errors.
+_FIXED_WORDS = {
+    PARSE_ERROR: _NOT_JSON,
+    INVALID_REQUEST: _NOT_JSON_RPC,
+    METHOD_NOT_FOUND: "Method not found",
+    INVALID_PARAMS: "Invalid params: the request's params break the method's schema",
+    INTERNAL_ERROR: "Internal error",
+}
+#: This server's own errors, already in fixed words (mcp/tools.py).
+_OWN_WORDS = {(INVALID_PARAMS, UNKNOWN_RESOURCE), (INVALID_PARAMS, UNKNOWN_PROMPT)}
+
+
+def _in_fixed_words(body: bytes) -> bytes:
+    """A JSON-RPC error answer with its code's fixed words and without ``data``; any other
+    answer as it is."""
     try:
         answer = json.loads(body)
-        error = answer["error"]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, RecursionError):
         return body
-    if not isinstance(error, dict) or error.get("code") != METHOD_NOT_FOUND:
+    error = answer.get("error") if isinstance(answer, dict) else None
+    if not isinstance(error, dict):
         return body
-    error.pop("data", None)
-    error["message"] = "Method not found"
+    code, message = error.get("code"), error.get("message")
+    if (code, message) not in _OWN_WORDS and code not in PROTOCOL_REFUSALS:
+        code = code if code in _FIXED_WORDS else INTERNAL_ERROR
+        message = _FIXED_WORDS[code]
+    answer["error"] = {"code": code, "message": message}
     return json.dumps(answer, separators=(",", ":")).encode()
 
 

@@ -15,9 +15,16 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any, Literal, TypeVar
 
+from mcp import MCPError
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from context_ledger import __version__
@@ -138,10 +145,25 @@ ProjectKey = Annotated[
 ]
 
 
+#: The answers to a resource or a prompt asked for by name: this server has neither, and the
+#: SDK's own answers name the uri or the name back (a key pasted into one included).
+UNKNOWN_RESOURCE = "Unknown resource: resources/list names this server's resources"
+UNKNOWN_PROMPT = "Unknown prompt: prompts/list names this server's prompts"
+
+
 class LedgerServer(MCPServer):
     """The SDK's server, answering arguments that break a tool's schema as the API answers a
     body that breaks its rules (``422 validation_failed: importance: ...``), not with pydantic's
-    report (the model class, the rejected value, a documentation URL)."""
+    report (the model class, the rejected value, a documentation URL); and a resource or a
+    prompt, which it has none of, with invalid params in fixed words."""
+
+    async def read_resource(self, uri: Any, context: Context | None = None) -> Any:
+        raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_RESOURCE)
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context | None = None
+    ) -> Any:
+        raise MCPError(code=INVALID_PARAMS, message=UNKNOWN_PROMPT)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context | None = None

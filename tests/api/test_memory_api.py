@@ -183,6 +183,64 @@ def test_an_unnamed_aws_shaped_key_in_a_memory_is_delivered_redacted(api, admin_
     assert "[REDACTED:" in listed[0]["content"]
 
 
+@pytest.mark.parametrize(
+    "project", ["AKIAQ3EGRTW5NB7XKP2M", "ghp_" + "aB3" * 12], ids=["aws key", "github token"]
+)
+def test_a_project_key_holding_a_credential_is_422_and_never_echoed(
+    api, admin_headers, project
+) -> None:
+    """A project key is echoed in every answer about the project: like an agent key, one that
+    holds a credential is refused, and no project is made."""
+    response = api.post(f"{BASE}/{project}", headers=admin_headers, json={"content": "x"})
+
+    assert error_of(response) == (422, "validation_failed")
+    assert project not in response.text
+    assert "project_id" in response.text
+    assert api.get(f"{BASE}/{project}", headers=admin_headers).status_code == 404
+
+
+def test_metadata_under_a_credential_key_is_delivered_redacted_on_every_route(
+    api, admin_headers
+) -> None:
+    metadata = {
+        "ticket": "OPS-12",
+        "password": "Summer2024!Muc",
+        "db": {"client_secret": "Cl13nt-S3cr3t-v4lu3"},
+    }
+    memory = write(
+        api, admin_headers, content="Staging database credentials rotated.", metadata=metadata
+    )
+
+    listed = api.get(f"{BASE}/{PROJECT}", headers=admin_headers).json()["memories"]
+    relevant = api.get(f"{BASE}/{PROJECT}/relevant", headers=admin_headers).json()["memories"]
+    one = api.get(f"{BASE}/{PROJECT}/{memory['id']}", headers=admin_headers).json()
+    for answer in (memory, listed[0], relevant[0], one):
+        assert answer["metadata"] == {
+            "ticket": "OPS-12",
+            "password": "[REDACTED:password]",
+            "db": {"client_secret": "[REDACTED:secret]"},
+        }
+
+
+def test_relevant_echoes_the_query_redacted(api, admin_headers) -> None:
+    """The spec's ``query`` echo names the query as it was searched for: a key or an address
+    pasted into it does not come back (as MCP's search_memories names it)."""
+    write(api, admin_headers, content="The staging database is Postgres 16.")
+    query = "staging db password Tr0ub4dor&3 AKIAQ3EGRTW5NB7XKP2M jane.doe@acme-corp.com"
+
+    answer = api.get(f"{BASE}/{PROJECT}/relevant", headers=admin_headers, params={"query": query})
+
+    assert answer.status_code == 200
+    echoed = answer.json()["query"]
+    assert echoed.startswith("staging db password ")
+    for secret in ("Tr0ub4dor&3", "AKIAQ3EGRTW5NB7XKP2M", "jane.doe@acme-corp.com"):
+        assert secret not in answer.text
+    plain = api.get(
+        f"{BASE}/{PROJECT}/relevant", headers=admin_headers, params={"query": "which database"}
+    )
+    assert plain.json()["query"] == "which database"
+
+
 def test_non_finite_numbers_in_metadata_are_422(api, admin_headers) -> None:
     response = api.post(
         f"{BASE}/{PROJECT}",

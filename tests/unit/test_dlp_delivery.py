@@ -29,6 +29,38 @@ def test_metadata_strings_are_redacted_at_any_depth_keys_included() -> None:
     }
 
 
+def test_a_metadata_value_under_a_key_naming_a_credential_is_redacted_whole() -> None:
+    """The value alone is a word with digits; its key says what it is, as ``password: ...``
+    in a text does. References, placeholders and values too short for their kind stay."""
+    metadata = {
+        "password": "Summer2024!Muc",
+        "db_password": "Hunter2Hunter!",
+        "client_secret": "oauth-Cl13nt-S3cr3t-v4lu3",
+        "deploy": {"apiKey": "live-9f8e7d6c5b4a", "Passwort": "sonnenblume"},
+        "passwords": [{"pwd": "Tr0ub4dor&3"}],
+        "token": "${DEPLOY_TOKEN}",
+        "secret": "<redacted>",
+        "pw": "ab",
+        "title": "Summer2024!Muc",
+        "monkey": "banana-2024-split",
+    }
+
+    delivered = Delivery(DlpPolicy()).json(Classification.INTERNAL, metadata)
+
+    assert delivered == {
+        "password": "[REDACTED:password]",
+        "db_password": "[REDACTED:password]",
+        "client_secret": "[REDACTED:secret]",
+        "deploy": {"apiKey": "[REDACTED:secret]", "Passwort": "[REDACTED:password]"},
+        "passwords": [{"pwd": "[REDACTED:password]"}],
+        "token": "${DEPLOY_TOKEN}",
+        "secret": "<redacted>",
+        "pw": "ab",
+        "title": "Summer2024!Muc",
+        "monkey": "banana-2024-split",
+    }
+
+
 def test_identifier_keys_of_a_memory_chunk_pass_as_stored_even_when_a_pattern_matches() -> None:
     metadata = {"memoryId": "ctx_cc55e4a7bbc5", "memoryRevision": 2, "note": "TICKET-1234"}
 

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_ledger.dlp.classification import Classification
+from context_ledger.dlp.detectors.assignment import REPORTED_KINDS, is_literal, key_kind
 from context_ledger.dlp.policy import DlpAction, DlpPolicy
-from context_ledger.dlp.redaction import CustomPattern
+from context_ledger.dlp.redaction import CustomPattern, placeholder
 from context_ledger.dlp.texts import redacted
 from context_ledger.text.tokens import count_tokens
 
@@ -109,7 +110,7 @@ class Delivery:
         placeholder keep the later value: both are delivered redacted either way.)"""
         if isinstance(value, dict):
             return {
-                self.redact(key): item if key in identifiers else self._json(item)
+                self.redact(key): item if key in identifiers else self._entry(key, item)
                 for key, item in value.items()
             }
         return self._json(value)
@@ -120,5 +121,15 @@ class Delivery:
         if isinstance(value, list):
             return [self._json(item) for item in value]
         if isinstance(value, dict):
-            return {self.redact(key): self._json(item) for key, item in value.items()}
+            return {self.redact(key): self._entry(key, item) for key, item in value.items()}
         return value
+
+    def _entry(self, key: str, item: Any) -> Any:
+        """An object's value by its key: a string under a key naming a password or a secret is
+        one whole, as ``password: Summer2024!`` in a text is (``{"password": "Summer2024!"}``:
+        the value alone is a word with digits, which no detector takes for a credential)."""
+        if isinstance(item, str):
+            kind = key_kind(key)
+            if kind is not None and is_literal(item, kind, quoted=True):
+                return placeholder(REPORTED_KINDS[kind])
+        return self._json(item)

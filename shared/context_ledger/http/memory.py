@@ -272,7 +272,7 @@ async def relevant_memories(
         )
     body: dict[str, Any] = {
         "project_id": project_id,
-        "query": query,
+        "query": answer.query,
         "memories": [m.to_wire() for m in answer.memories],
     }
     if answer.tokens_used is not None:

@@ -25,7 +25,7 @@ import psycopg
 from context_ledger.auth.principal import Principal
 from context_ledger.dlp.delivery import Delivery
 from context_ledger.dlp.policy import DlpPolicy, load_policy
-from context_ledger.dlp.texts import redacted
+from context_ledger.dlp.texts import holds_credential, redacted
 from context_ledger.errors import ConflictError, NotFoundError, ValidationFailedError
 from context_ledger.log import logger
 from context_ledger.memory import scoring, store
@@ -143,6 +143,8 @@ class RelevantMemory:
 @dataclass(frozen=True)
 class RelevantAnswer:
     memories: list[RelevantMemory]
+    #: the query as searched for: redacted with the organisation's rules (the answer echoes it)
+    query: str = ""
     tokens_used: int | None = None
     #: what made the ranking less than it could be (memories not yet re-embedded), each a sentence
     warnings: tuple[str, ...] = ()
@@ -284,6 +286,11 @@ def _project_to_write(conn: psycopg.Connection, principal: Principal, key: str) 
     if not PROJECT_KEY.fullmatch(key):
         raise ValidationFailedError(
             "project_id: 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    if holds_credential(key):
+        # A key is echoed in every answer about the project, to each of its readers.
+        raise ValidationFailedError(
+            "project_id: must name a project, not hold a credential (it is delivered as written)"
         )
     return project_for_write(conn, principal, key)
 
@@ -886,7 +893,12 @@ def relevant_memories(
         empty=asked.empty,
         label=deps.embedder.label(asked.dimensions or None),
     )
-    return RelevantAnswer(memories=memories, tokens_used=ranking.tokens_used, warnings=said)
+    return RelevantAnswer(
+        memories=memories,
+        query=redacted(delivery.policy.patterns, query, stage="query"),
+        tokens_used=ranking.tokens_used,
+        warnings=said,
+    )
 
 
 def parse_memory_id(raw: str) -> str:

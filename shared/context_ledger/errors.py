@@ -7,6 +7,7 @@ written for the caller: never a stack trace, SQL, URL or key.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -106,15 +107,27 @@ def validation_message(errors: Iterable[Mapping[str, Any]], *, skip: str = "body
     ``422 validation_failed`` (the API's and the MCP tools'), naming fields, never their values."""
     parts = []
     for item in list(errors)[:5]:
-        where = ".".join(_named(p) for p in item.get("loc", ()) if p != skip) or skip
+        where = ".".join(shown_name(p) for p in item.get("loc", ()) if p != skip) or skip
         parts.append(f"{where}: {item.get('msg', 'invalid')}")
     return "; ".join(parts)
 
 
 #: The longest field name a message repeats whole (an unknown key can be any length).
 MAX_NAMED = 64
+#: What a message says for a name it does not repeat.
+UNSHOWN_NAME = "(a field whose name is not repeated)"
+# Every field of the API is named in letters, '_' and '-' (camelCase, snake_case), as a list's
+# position is a number; a name with digits, symbols or blanks is no field of ours but a key
+# the caller chose (an unknown field, a key of a map), which can be a pasted value.
+_FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z_\-]*")
 
 
-def _named(part: object) -> str:
+def shown_name(part: object) -> str:
+    """A field's name (or position) as an error message repeats it: whole when shaped like
+    the API's field names, cut at :data:`MAX_NAMED` characters, else :data:`UNSHOWN_NAME`."""
+    if isinstance(part, int):
+        return str(part)
     name = str(part)
+    if _FIELD_NAME.fullmatch(name) is None:
+        return UNSHOWN_NAME
     return name if len(name) <= MAX_NAMED else f"{name[:MAX_NAMED]}…"

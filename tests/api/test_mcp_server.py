@@ -26,6 +26,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from context_ledger import __version__
 from context_ledger.auth.principal import SCOPE_CONTEXT_ADMIN
+from context_ledger.errors import UNSHOWN_NAME
 from context_ledger.local.dev_url import write_dev_url
 from context_ledger.mcp.http_app import MAX_BODY_BYTES, PROTOCOL_REFUSALS
 from context_ledger.settings import get_settings
@@ -356,7 +357,7 @@ def test_an_argument_or_tool_named_like_a_key_is_not_echoed_back(connect, world)
 
     assert extra.is_error
     assert unknown.is_error
-    assert text(extra).startswith("422 validation_failed: [REDACTED:aws_access_key]: Extra")
+    assert text(extra).startswith(f"422 validation_failed: {UNSHOWN_NAME}: Extra")
     assert text(unknown) == "unknown tool: tools/list names this server's tools"
     assert key not in text(extra) + text(unknown)
 

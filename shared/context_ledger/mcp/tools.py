@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from context_ledger import __version__
 from context_ledger.dlp.texts import echoed
-from context_ledger.errors import ValidationFailedError, validation_message
+from context_ledger.errors import ValidationFailedError, shown_name, validation_message
 from context_ledger.mcp import results
 from context_ledger.memory.model import (
     AGENT_KEY,
@@ -176,7 +176,7 @@ class LedgerServer(MCPServer):
         if unknown:
             # The API refuses fields it does not know (a typo must not pass for a default).
             return _argument_error(
-                "; ".join(f"{u}: Extra inputs are not permitted" for u in unknown)
+                "; ".join(f"{shown_name(u)}: Extra inputs are not permitted" for u in unknown)
             )
         try:
             return await super().call_tool(name, arguments, context)

@@ -1,0 +1,64 @@
+"""The shapes a black-box probe of the running service saw delivered unredacted.
+
+Each rule has its leaks (the value redacted, the text around it kept) and the look-alikes that
+widening it must not touch (left exactly as written).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from context_ledger.dlp.redaction import Redactor
+
+REDACTOR = Redactor()
+
+
+def _redacted_alone(text: str, secret: str) -> None:
+    """``secret`` is redacted in ``text``, whole, and nothing else is."""
+    result = REDACTOR.redact(text)
+    start = text.index(secret)
+    assert [(f.start, f.end) for f in result.findings] == [(start, start + len(secret))], (
+        result.text
+    )
+
+
+def _kept(text: str) -> None:
+    assert REDACTOR.redact(text).text == text
+
+
+@pytest.mark.parametrize(
+    ("text", "address"),
+    [
+        ("contact bob.jones@acme-corp.com-ext", "bob.jones@acme-corp.com"),
+        ("bob.jones@acme-corp.com_old", "bob.jones@acme-corp.com"),
+        ("owner=alice.smith@example.org-team", "alice.smith@example.org"),
+        ("bob.jones@acme-corp.com-", "bob.jones@acme-corp.com"),
+        ("alias alice.smith@example.org2 retired", "alice.smith@example.org"),
+        ("notes/bob.jones@acme-corp.com-handover.md", "bob.jones@acme-corp.com"),
+        ("notes/bob.jones@acme-corp.com_handover.md", "bob.jones@acme-corp.com"),
+    ],
+)
+def test_an_email_glued_to_a_hyphen_underscore_or_digit_is_still_an_address(
+    text: str, address: str
+) -> None:
+    _redacted_alone(text, address)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "icon@2x.png, logo@3x.webp and sprite@2x-dark.png",
+        "npm i pkg@1.2.3 @types/node react@18.3.0-canary2",
+        "y = x@self.weights_1 + b",
+    ],
+)
+def test_asset_package_and_code_names_with_an_at_are_no_address(text: str) -> None:
+    _kept(text)
+
+
+def test_a_card_number_glued_to_a_word_by_a_hyphen_is_redacted() -> None:
+    _redacted_alone("ref 4111111111111111-x", "4111111111111111")
+
+
+def test_a_card_number_inside_a_longer_hyphenated_number_is_not_one() -> None:
+    _kept("batch 4111111111111111-2024 and 4111-1111-1111-1111-2222")

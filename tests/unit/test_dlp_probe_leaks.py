@@ -62,3 +62,40 @@ def test_a_card_number_glued_to_a_word_by_a_hyphen_is_redacted() -> None:
 
 def test_a_card_number_inside_a_longer_hyphenated_number_is_not_one() -> None:
     _kept("batch 4111111111111111-2024 and 4111-1111-1111-1111-2222")
+
+
+@pytest.mark.parametrize(
+    ("table", "secret"),
+    [
+        (
+            "host | user | password\n---- | ---- | --------\nldap-01 | binder | Ldap!Bind2023\n",
+            "Ldap!Bind2023",
+        ),
+        (
+            "Host | Benutzer | Passwort\n--- | --- | ---\nldap-01 | binder | Ldap!Bind2023",
+            "Ldap!Bind2023",
+        ),
+        ("|host|user|password|\n|-|-|-|\n|tight-01|tight|TightPass!77|", "TightPass!77"),
+        ("| host | password\n|:-|-:\n| db-02 | Gr4n1te&Fox39\n", "Gr4n1te&Fox39"),
+    ],
+    ids=["no outer pipes", "no outer pipes, German", "one-dash rule", "no closing pipe"],
+)
+def test_a_markdown_table_however_its_pipes_and_rule_are_written_is_read(
+    table: str, secret: str
+) -> None:
+    _redacted_alone(table, secret)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Option | Meaning\n--- | ---\n--password | read the password from stdin",
+        "Passwords\n---------\nRotate them | yearly, e.g. Spring2024",
+        "password: |\n  ---|---\n",
+    ],
+    ids=["no credential column", "a heading, no pipe", "a YAML block"],
+)
+def test_a_pipe_and_a_dash_rule_without_a_credential_column_are_left_as_written(
+    text: str,
+) -> None:
+    _kept(text)

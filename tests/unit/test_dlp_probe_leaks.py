@@ -99,3 +99,34 @@ def test_a_pipe_and_a_dash_rule_without_a_credential_column_are_left_as_written(
     text: str,
 ) -> None:
     _kept(text)
+
+
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [
+        ("Passwort", "druckerpasswort"),
+        ("mot de passe", "motdepassesecret"),
+        ("pass", "nasrootpass"),
+        ("Password", "lowercasesecret"),
+        ("Password", "passwordpassword"),
+    ],
+)
+def test_a_cell_under_a_credential_column_is_one_whatever_words_it_holds(
+    header: str, value: str
+) -> None:
+    table = f"| host | user | {header} |\n|---|---|---|\n| nas-01 | root | {value} |"
+    _redacted_alone(table, value)
+    csv = REDACTOR.redact(f"host,user,{header}\nnas-01,root,{value}\n").text
+    assert value not in csv
+    assert csv.startswith(f"host,user,{header}\n")
+
+
+def test_a_csv_header_whose_last_column_names_a_credential_is_read() -> None:
+    _redacted_alone("host,user,pass\nnas-01,root,Nas!Root2024\nnas-02,root,\n", "Nas!Root2024")
+
+
+def test_masked_referenced_and_empty_cells_of_a_credential_column_stay() -> None:
+    _kept(
+        "| host | user | password |\n|---|---|---|\n| a | u | **** |\n| b | u | ${LDAP_PASS} |\n"
+        "| c | u | <redacted> |\n| d | u |  |"
+    )

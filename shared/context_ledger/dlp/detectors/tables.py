@@ -36,6 +36,14 @@ _HEADER = re2.compile(
 _HEADER_CELL = re.compile(r"""[ \t]*["']?[A-Za-z_][\w .\-]{0,40}["']?[ \t]*""")
 
 
+def _credential_cell(value: str, kind: str) -> bool:
+    """Whether a cell of a credential column holds one: a literal, not a reference or a
+    placeholder (``********``, ``${LDAP_PASS}``). A cell is no code, so a word in it naming a
+    secret (``nasrootpass``, ``druckerpasswort``) is part of the value, not the name of a
+    variable holding it as in ``password=db_pass``: the cell is judged as a quoted value is."""
+    return is_literal(value, kind, quoted=True)
+
+
 def _lines(text: str) -> list[tuple[int, int]]:
     """Each line's span, line breaks excluded (an empty line is an empty span)."""
     spans = []
@@ -79,7 +87,7 @@ class CsvColumnDetector:
 
     kinds = ("password", "secret")
     # A cell naming a credential, between commas or a comma and the line's end.
-    gate = rf"""(?i)(?:^|,)[ \t]*["']?[A-Za-z_ .\-]*(?:{NAME_PATTERN})["']?[ \t]*(?:,|\r?$)"""
+    gate = rf"""(?im)(?:^|,)[ \t]*["']?[A-Za-z_ .\-]*(?:{NAME_PATTERN})["']?[ \t]*(?:,|\r?$)"""
 
     def find(self, text: str) -> Iterator[Finding]:
         lines = None
@@ -100,8 +108,8 @@ class CsvColumnDetector:
                 if len(row) != width:
                     break
                 for column, kind in columns.items():
-                    start, end, quoted = row[column]
-                    if start < end and is_literal(text[start:end], kind, quoted=quoted):
+                    start, end, _ = row[column]
+                    if start < end and _credential_cell(text[start:end], kind):
                         yield Finding(start, end, REPORTED_KINDS[kind])
                 index += 1
 
@@ -186,5 +194,5 @@ class MarkdownTableDetector:
                     break
                 for (start, end), kind in zip(markdown_cells(text, *row), kinds, strict=False):
                     credential = kind in ("password", "secret") and start < end
-                    if credential and is_literal(text[start:end], kind, quoted=False):
+                    if credential and _credential_cell(text[start:end], kind):
                         yield Finding(start, end, REPORTED_KINDS[kind])

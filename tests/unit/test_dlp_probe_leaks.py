@@ -130,3 +130,39 @@ def test_masked_referenced_and_empty_cells_of_a_credential_column_stay() -> None
         "| host | user | password |\n|---|---|---|\n| a | u | **** |\n| b | u | ${LDAP_PASS} |\n"
         "| c | u | <redacted> |\n| d | u |  |"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (
+            "SECRET_KEY_BASE=a3f9c8e1d2b4a6f8e0c1d3b5a7f9e2c4d6b8a0f1e3c5d7b9a1f2e4c6d8b0a2f1",
+            "a3f9c8e1d2b4a6f8e0c1d3b5a7f9e2c4d6b8a0f1e3c5d7b9a1f2e4c6d8b0a2f1",
+        ),
+        ("  secret_key_base: 9d2c1f0e8b7a6c5d4e3f2a1b\n", "9d2c1f0e8b7a6c5d4e3f2a1b"),
+    ],
+)
+def test_rails_secret_key_base_is_a_secret(text: str, secret: str) -> None:
+    _redacted_alone(text, secret)
+
+
+@pytest.mark.parametrize(
+    "text", ["JWT_SECRET=mysupersecretjwtsigningkey", "session_secret: correcthorsebatterystaple"]
+)
+def test_a_secret_written_as_one_long_lower_case_word_is_a_secret(text: str) -> None:
+    _redacted_alone(text, text.split("=")[-1].split(": ")[-1])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "secret: my-app-secret",
+        "GOOGLE_APPLICATION_CREDENTIALS=/var/secrets/google/key.json",
+        "token = authTokenFromSettings",
+        "password = db_password_from_vault",
+        "password: mypassword",
+        "api_key: your_api_key_here",
+    ],
+)
+def test_names_and_placeholders_under_a_secret_key_stay(text: str) -> None:
+    _kept(text)

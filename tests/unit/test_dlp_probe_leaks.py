@@ -166,3 +166,36 @@ def test_a_secret_written_as_one_long_lower_case_word_is_a_secret(text: str) -> 
 )
 def test_names_and_placeholders_under_a_secret_key_stay(text: str) -> None:
     _kept(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (
+            'curl -H "Cookie: session=8f14e45fceea167a5a36dedd4bea2543" https://app.acme.io',
+            "8f14e45fceea167a5a36dedd4bea2543",
+        ),
+        (
+            "Set-Cookie: JSESSIONID=A1B2C3D4E5F60718293A4B5C6D7E8F90; Path=/; HttpOnly",
+            "A1B2C3D4E5F60718293A4B5C6D7E8F90",
+        ),
+        (
+            "Cookie: theme=dark; PHPSESSID=5k2n9q1r7t3v8x0z4b6d1f3h5j; lang=en",
+            "5k2n9q1r7t3v8x0z4b6d1f3h5j",
+        ),
+    ],
+)
+def test_a_session_cookie_value_is_a_secret(text: str, secret: str) -> None:
+    _redacted_alone(text, secret)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Cookie: theme=dark; lang=en-GB; _ga=GA1.2.1234567890",
+        "Set-Cookie: session=deleted; Max-Age=0",
+        "the session cookie is HttpOnly",
+    ],
+)
+def test_other_cookies_and_a_cleared_session_stay(text: str) -> None:
+    _kept(text)

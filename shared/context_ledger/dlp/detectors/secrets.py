@@ -209,6 +209,37 @@ class EscapedKeyBodyDetector:
             yield Finding(start, end, "private_key")
 
 
+class SessionCookieDetector:
+    """A session cookie's value, in a ``Cookie:`` or ``Set-Cookie:`` header or a tool's
+    ``--cookie``: whoever holds it is logged in as its user (``Cookie: session=8f14e45f...``,
+    ``JSESSIONID``, ``PHPSESSID``, ``connect.sid``, ``_app_session``). Other cookies of the list
+    (``theme=dark``) stay, and so does a cleared one (``session=deleted``): a value counts with
+    8+ characters holding a digit, as an assigned secret's does."""
+
+    kinds = ("secret",)
+    gate = r"(?i)cookie"
+    _list = re.compile(r"""(?i)cookie['"]?(?:[ \t]*[:=][ \t]*|[ \t]+)['"]?""")
+    _pair = re.compile(r"""[ \t]*(?P<name>[^\s;=,'"]{1,64})=(?P<value>[^\s;,'"`\\]{1,4096})""")
+    _session = re.compile(r"(?i)[\w.\-]*(?:sess(?:ion)?(?:[_.\-]?id)?|sid)")
+
+    def find(self, text: str) -> Iterator[Finding]:
+        for cookies in self._list.finditer(text):
+            position = cookies.end()
+            while pair := self._pair.match(text, position):
+                value = pair.group("value")
+                if (
+                    self._session.fullmatch(pair.group("name"))
+                    and len(value) >= 8
+                    and any(c.isdigit() for c in value)
+                    and not REFERENCE.fullmatch(value)
+                ):
+                    yield Finding(*pair.span("value"), "secret")
+                position = pair.end()
+                if not text.startswith(";", position):
+                    break
+                position += 1
+
+
 # A private key's DER written as hex: a SEQUENCE opening with the version INTEGER 0 or 1
 # (PKCS#1, PKCS#8, SEC1 and OpenSSL's traditional forms all do; a certificate, a public key
 # and a signature open otherwise), then an INTEGER, OCTET STRING or SEQUENCE. Hex has 4 bits
@@ -420,6 +451,7 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
         validate=_paired_password,
     ),
     NamedKeyDetector(),
+    SessionCookieDetector(),
     PasswordInProseDetector(),
     CsvColumnDetector(),
     MarkdownTableDetector(),

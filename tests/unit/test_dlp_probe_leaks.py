@@ -199,3 +199,55 @@ def test_a_session_cookie_value_is_a_secret(text: str, secret: str) -> None:
 )
 def test_other_cookies_and_a_cleared_session_stay(text: str) -> None:
     _kept(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("<!-- admin:AdminHtml#2023 -->", "AdminHtml#2023"),
+        ("<p>Status</p>\n<!-- root:RootHtmlPass99 -->\n", "RootHtmlPass99"),
+    ],
+)
+def test_a_login_left_in_an_html_comment_is_redacted(text: str, secret: str) -> None:
+    _redacted_alone(text, secret)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<!-- wp:core/image -->",
+        "<!-- toc:start -->",
+        "<!-- prettier-ignore -->",
+        "<!-- markdownlint-disable MD033 -->",
+        "<!-- image:hero-banner-2x -->",
+    ],
+)
+def test_directives_in_html_comments_stay(text: str) -> None:
+    _kept(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("The admin creds are admin / Adm1n!Creds", "Adm1n!Creds"),
+        ("admin/Admin@12345 is the default login", "Admin@12345"),
+        ("The default login is admin/Adm1n!Creds.", "Adm1n!Creds"),
+    ],
+)
+def test_a_user_and_password_beside_a_word_for_a_login_are_redacted(text: str, secret: str) -> None:
+    _redacted_alone(text, secret)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Open the admin / settings page",
+        "see admin/users for the list",
+        "the default login is admin/admin",
+        "credentials are stored/rotated weekly",
+        "the password policy requires 12 characters",
+        "reset your password at https://acme.io/account/reset?step=2",
+    ],
+)
+def test_paths_and_sentences_about_logins_stay(text: str) -> None:
+    _kept(text)

@@ -251,3 +251,31 @@ def test_a_user_and_password_beside_a_word_for_a_login_are_redacted(text: str, s
 )
 def test_paths_and_sentences_about_logins_stay(text: str) -> None:
     _kept(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("The wifi key is GuestWifi2024!", "GuestWifi2024!"),
+        ("Wi-Fi key: GuestWifi2024!", "GuestWifi2024!"),
+        ("vault unseal key is 9f3c-1a2b-7d8e-4f6a", "9f3c-1a2b-7d8e-4f6a"),
+        (
+            "BitLocker recovery key: 412357-103774-525965-140681-295294-608212-330308-472285",
+            "412357-103774-525965-140681-295294-608212-330308-472285",
+        ),
+    ],
+)
+def test_wifi_unseal_and_recovery_keys_are_credentials(text: str, secret: str) -> None:
+    _redacted_alone(text, secret)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the wifi key is printed on the router",
+        "Store each unseal key share offline",
+        "Print the recovery key and store it offline",
+    ],
+)
+def test_sentences_about_wifi_unseal_and_recovery_keys_stay(text: str) -> None:
+    _kept(text)

@@ -300,12 +300,13 @@ _PASSWORD_WORDS = (
 PASSWORD_WORDS = rf"pass{_J}(?:word|wd|phrase)|" + "|".join(
     dict.fromkeys(re.escape(fold(word).text).replace(r"\ ", _J) for word in _PASSWORD_WORDS)
 )
-PASSWORD_NAMES = rf"{PASSWORD_WORDS}|pwd|pw|pass|mdp|user{_J}info"
+#: A Wi-Fi network's key is its password (``wifi key``, ``Wi-Fi key``, ``WPA2 key``).
+PASSWORD_NAMES = rf"{PASSWORD_WORDS}|pwd|pw|pass|mdp|user{_J}info|(?:wi{_J}fi|wlan|wpa2?){_J}key"
 SECRET_NAMES = (
     rf"secret(?:{_J}key(?:{_J}base)?)?|token|api{_J}key|access{_J}key|private{_J}key|signing{_J}key|encryption{_J}key"
     rf"|credentials?|account{_J}key|shared{_J}access{_J}(?:key|signature)|sig|signature"
     rf"|auth(?:{_J}key)?|master{_J}key|session{_J}key|licen[cs]e{_J}key|app{_J}key|sas"
-    rf"|salt|nonce{_J}key|webhook{_J}secret"
+    rf"|salt|nonce{_J}key|webhook{_J}secret|unseal{_J}key|recovery{_J}key"
 )
 #: A bare ``key`` holds secrets and everything else (``cache_key``, ``key: tls.crt``): its value
 #: counts only when it is key-shaped (``_key_shaped``).

@@ -279,3 +279,25 @@ def test_wifi_unseal_and_recovery_keys_are_credentials(text: str, secret: str) -
 )
 def test_sentences_about_wifi_unseal_and_recovery_keys_stay(text: str) -> None:
     _kept(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("パスワードは Tokyo#2024pw です", "Tokyo#2024pw"),
+        ("管理者のパスワードは Tokyo#2024pw です", "Tokyo#2024pw"),
+        ("数据库密码是 Beijing#2024pw", "Beijing#2024pw"),
+        ("密碼為 Taipei#2024pw", "Taipei#2024pw"),
+        ("관리자 비밀번호는 Seoul#2024pw 입니다", "Seoul#2024pw"),
+        ("パスワード\uff1aTokyo#2024pw", "Tokyo#2024pw"),  # a fullwidth colon
+        ("新しいパスワードは Tokyo#2024pw。", "Tokyo#2024pw"),
+    ],
+)
+def test_a_password_after_a_japanese_chinese_or_korean_word_for_it_is_redacted(
+    text: str, secret: str
+) -> None:
+    _redacted_alone(text, secret)
+
+
+def test_a_japanese_sentence_about_a_password_stays() -> None:
+    _kept("パスワードを忘れた場合は管理者に連絡してください")

@@ -289,17 +289,20 @@ _J = r"[._ \-]?"
 # ``user.info`` / ``userinfo`` hold ``user:password`` (Kafka's basic.auth.user.info, URLs).
 # Then the word for password in the languages a team's notes are most often written in, as the
 # detectors read it (dlp/normalise.py: ``contraseña`` as ``contrasena``, the Cyrillic letters of
-# ``пароль`` that look Latin as Latin).
+# ``пароль`` that look Latin as Latin). Japanese, Chinese and Korean write no blank between
+# words, so ``prose`` finds theirs anywhere (``CJK_PASSWORD_WORDS``).
+_CJK_PASSWORD_WORDS = ("パスワード", "密码", "密碼", "비밀번호")
 _PASSWORD_WORDS = (
     "passwort", "kennwort", "mot de passe", "contraseña", "senha", "wachtwoord", "hasło",
     "lösenord", "adgangskode", "passord", "salasana", "heslo", "пароль", "şifre", "jelszó",
-    "パスワード", "密码", "密碼", "비밀번호",
+    *_CJK_PASSWORD_WORDS,
 )  # fmt: skip
 #: The names of a password a sentence uses (no short ones: ``pass``, ``pw`` and French ``mdp``
 #: are words or abbreviations too, names only where a value is assigned to them).
 PASSWORD_WORDS = rf"pass{_J}(?:word|wd|phrase)|" + "|".join(
     dict.fromkeys(re.escape(fold(word).text).replace(r"\ ", _J) for word in _PASSWORD_WORDS)
 )
+CJK_PASSWORD_WORDS = "|".join(re.escape(fold(word).text) for word in _CJK_PASSWORD_WORDS)
 #: A Wi-Fi network's key is its password (``wifi key``, ``Wi-Fi key``, ``WPA2 key``).
 PASSWORD_NAMES = rf"{PASSWORD_WORDS}|pwd|pw|pass|mdp|user{_J}info|(?:wi{_J}fi|wlan|wpa2?){_J}key"
 SECRET_NAMES = (

@@ -301,3 +301,13 @@ def test_a_password_after_a_japanese_chinese_or_korean_word_for_it_is_redacted(
 
 def test_a_japanese_sentence_about_a_password_stays() -> None:
     _kept("パスワードを忘れた場合は管理者に連絡してください")
+
+
+def test_basic_credentials_after_a_basic_label_are_redacted() -> None:
+    # base64 of "user:Passw0rd!"
+    _redacted_alone("HTTP Basic: dXNlcjpQYXNzdzByZCE=", "dXNlcjpQYXNzdzByZCE=")
+
+
+def test_a_basic_label_before_base64_of_no_login_stays() -> None:
+    # base64 of "this is not auth"
+    _kept("basic: dGhpcyBpcyBub3QgYXV0aA==")

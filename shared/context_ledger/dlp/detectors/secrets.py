@@ -410,13 +410,15 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
         groups=("value",),
         validate=_reference_free,
     ),
-    # HTTP Basic credentials anywhere: "Basic " and base64 of "user:password".
+    # HTTP Basic credentials anywhere: "Basic", a blank or a colon, and base64 of
+    # "user:password" (``HTTP Basic: dXNl...``, ``basic: ...`` in a config).
     RegexDetector(
         "basic_auth",
         re.compile(
-            r"(?<![A-Za-z])(?i:basic)[ \t]+(?P<value>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"
+            r"(?<![A-Za-z])(?i:basic)(?:[ \t]*[:=][ \t]*|[ \t]+)"
+            r"(?P<value>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"
         ),
-        r"(?i)basic[ \t]+[A-Za-z0-9+/]{8}",
+        r"(?i)basic(?:[ \t]*[:=][ \t]*|[ \t]+)[A-Za-z0-9+/]{8}",
         groups=("value",),
         validate=_user_and_password,
     ),

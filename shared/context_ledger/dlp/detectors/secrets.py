@@ -474,7 +474,8 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
             r"(?i:is|are|was|were)[ \t]+(?:(?i:the|our|a|an)[ \t]+)?(?:[\w\-]{1,30}[ \t]+)?"
             r"(?i:logins?|log-?on|sign-?in|credentials?|creds)\b"
         ),
-        r"(?i)(?:is|are|was|were)[ \t]+[\w \t\-]{0,40}(?:login|log-?on|sign-?in|cred)",
+        r"(?i)(?:is|are|was|were)[ \t]+(?:(?:the|our|an?)[ \t]+)?(?:[\w\-]+[ \t]+)?"
+        r"(?:login|log-?on|sign-?in|cred)",
         groups=("value",),
         validate=_paired_password,
     ),

@@ -51,11 +51,17 @@ REFERENCE = re.compile(
 # Documentation placeholders (docs/decisions.md, "placeholders"): published, so not secrets.
 PLACEHOLDER = re.compile(
     r"(?i)change[_-]?(?:me|it|this)|replace[_-]?(?:me|this)|placeholder|dummy|redacted|masked"
-    r"|(?:your|my)[_-]?[a-z_-]*(?:here)?|[a-z_-]*[_-]here|todo|tbd|fixme|example|sample"
+    r"|(?:your|my)(?:[_-][a-z_-]*|[a-z]*here"
+    r"|(?:api|secret|access)?(?:pass(?:word)?|pwd|secret|key|token))"
+    r"|[a-z_-]*[_-]here|todo|tbd|fixme|example|sample"
 )
 # A bare value naming another variable: ``password=db_password``, ``token: authToken``.
 _NAMES_A_SECRET = re.compile(r"(?i)pass|pwd|secret|token|key|cred|auth")
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z_$.]*")
+# A passphrase written as one word (``mysupersecretjwtsigningkey``): names of things are joined
+# (``my-app-secret``), variables in code are snake_case or camelCase; none is 16+ lower-case
+# letters alone, as no word of prose is either.
+_PASSPHRASE = re.compile(r"[a-z]{16,}")
 
 _QUOTES = "'\"`"
 _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
@@ -238,6 +244,7 @@ def is_reference(value: str, *, quoted: bool) -> bool:
         not quoted
         and _IDENTIFIER.fullmatch(value) is not None
         and _NAMES_A_SECRET.search(value) is not None
+        and _PASSPHRASE.fullmatch(value) is None
     )
 
 
@@ -282,23 +289,27 @@ _J = r"[._ \-]?"
 # ``user.info`` / ``userinfo`` hold ``user:password`` (Kafka's basic.auth.user.info, URLs).
 # Then the word for password in the languages a team's notes are most often written in, as the
 # detectors read it (dlp/normalise.py: ``contraseña`` as ``contrasena``, the Cyrillic letters of
-# ``пароль`` that look Latin as Latin).
+# ``пароль`` that look Latin as Latin). Japanese, Chinese and Korean write no blank between
+# words, so ``prose`` finds theirs anywhere (``CJK_PASSWORD_WORDS``).
+_CJK_PASSWORD_WORDS = ("パスワード", "密码", "密碼", "비밀번호")
 _PASSWORD_WORDS = (
     "passwort", "kennwort", "mot de passe", "contraseña", "senha", "wachtwoord", "hasło",
     "lösenord", "adgangskode", "passord", "salasana", "heslo", "пароль", "şifre", "jelszó",
-    "パスワード", "密码", "密碼", "비밀번호",
+    *_CJK_PASSWORD_WORDS,
 )  # fmt: skip
 #: The names of a password a sentence uses (no short ones: ``pass``, ``pw`` and French ``mdp``
 #: are words or abbreviations too, names only where a value is assigned to them).
 PASSWORD_WORDS = rf"pass{_J}(?:word|wd|phrase)|" + "|".join(
     dict.fromkeys(re.escape(fold(word).text).replace(r"\ ", _J) for word in _PASSWORD_WORDS)
 )
-PASSWORD_NAMES = rf"{PASSWORD_WORDS}|pwd|pw|pass|mdp|user{_J}info"
+CJK_PASSWORD_WORDS = "|".join(re.escape(fold(word).text) for word in _CJK_PASSWORD_WORDS)
+#: A Wi-Fi network's key is its password (``wifi key``, ``Wi-Fi key``, ``WPA2 key``).
+PASSWORD_NAMES = rf"{PASSWORD_WORDS}|pwd|pw|pass|mdp|user{_J}info|(?:wi{_J}fi|wlan|wpa2?){_J}key"
 SECRET_NAMES = (
-    rf"secret(?:{_J}key)?|token|api{_J}key|access{_J}key|private{_J}key|signing{_J}key|encryption{_J}key"
+    rf"secret(?:{_J}key(?:{_J}base)?)?|token|api{_J}key|access{_J}key|private{_J}key|signing{_J}key|encryption{_J}key"
     rf"|credentials?|account{_J}key|shared{_J}access{_J}(?:key|signature)|sig|signature"
     rf"|auth(?:{_J}key)?|master{_J}key|session{_J}key|licen[cs]e{_J}key|app{_J}key|sas"
-    rf"|salt|nonce{_J}key|webhook{_J}secret"
+    rf"|salt|nonce{_J}key|webhook{_J}secret|unseal{_J}key|recovery{_J}key"
 )
 #: A bare ``key`` holds secrets and everything else (``cache_key``, ``key: tls.crt``): its value
 #: counts only when it is key-shaped (``_key_shaped``).
@@ -358,8 +369,8 @@ class NamedKeyDetector:
     """Values assigned to keys that name a password or a secret, whole (module docstring).
 
     Password values need 3+ characters; secret values 8+ with a digit (``token: bearer`` and
-    ``secret: my-app-secret`` name things); a bare ``key``'s value must be key-shaped. None may
-    be a reference or placeholder.
+    ``secret: my-app-secret`` name things) or a passphrase of 16+ lower-case letters; a bare
+    ``key``'s value must be key-shaped. None may be a reference or placeholder.
     """
 
     kinds = ("password", "secret")
@@ -485,6 +496,8 @@ def is_literal(value: str, kind: str, *, quoted: bool) -> bool:
         return len(value) >= 3
     if kind == "weak":
         return _KEY_SHAPED.fullmatch(value) is not None or _mixed_token(value)
+    if _PASSPHRASE.fullmatch(value):
+        return True
     return len(value) >= 8 and any(c.isdigit() for c in value) and not value.isdigit()
 
 

@@ -34,6 +34,15 @@ _FILE_EXTENSIONS = frozenset(
     ("png", "jpg", "jpeg", "gif", "svg", "webp", "ico", "bmp", "js", "mjs", "ts", "tsx", "jsx",
      "css", "scss", "py", "go", "rb", "json", "yaml", "yml", "md", "txt", "html", "pdf", "zip")
 )  # fmt: skip
+# Top-level domains common enough that an address ending in one is read as ended there when a
+# ``-``, ``_`` or digit is glued to it (``bob@acme-corp.com-ext``, ``...com_old``): for any
+# other name the glued character more likely continues code (``x@self.weights_1``).
+_GLUED_TLDS = frozenset(
+    ("com", "org", "net", "edu", "gov", "mil", "int", "io", "co", "ai", "dev", "app", "info",
+     "biz", "me", "us", "uk", "de", "fr", "es", "it", "nl", "be", "ch", "at", "se", "no", "dk",
+     "fi", "pl", "ie", "eu", "ca", "au", "nz", "jp", "cn", "in", "br", "ru")
+)  # fmt: skip
+_GLUE = frozenset("-_0123456789")
 
 
 def _digits(match: re.Match[str]) -> str:
@@ -102,7 +111,10 @@ def _word(kind: str, first: str, rest: str, gate: str, validate: Validator) -> R
 class EmailDetector:
     """Emails, found from their ``@``: the text is searched for ``@`` (fast), never word by word.
 
-    A file named after an address (``alice@example.org.md``) holds one. Not emails: ``user@host``
+    A file named after an address (``alice@example.org.md``) holds one, and so does a name an
+    address is glued into by ``-``, ``_`` or a digit (``bob@acme-corp.com-ext``,
+    ``notes/bob@acme-corp.com_handover.md``) when its domain ends in a common top-level domain
+    (``_GLUED_TLDS``). Not emails: ``user@host``
     as a URL's login (``ssh://git@host``, ``https://u:p@host``; an
     address in a URL's path or query still is one), ``git@host``, asset names such as
     ``icon@2x.png``, message ids in mail headers (``Message-ID: <id@host>``), and service
@@ -114,7 +126,7 @@ class EmailDetector:
     _local = re.compile(r"[A-Za-z0-9][A-Za-z0-9._%+\-]{0,63}$")
     _domain = re.compile(
         r"[A-Za-z0-9][A-Za-z0-9\-]{0,62}(?:\.[A-Za-z0-9\-]{1,63}){0,8}\.(?P<tld>[A-Za-z]{2,24})"
-        r"(?![\w\-]|\.[A-Za-z0-9])"
+        r"(?![^\W\d_]|\.[A-Za-z0-9])"
     )
 
     def find(self, text: str) -> Iterator[Finding]:
@@ -123,9 +135,9 @@ class EmailDetector:
             domain = self._domain.match(text, at + 1)
             if domain and domain.group("tld").lower() in _FILE_EXTENSIONS:
                 # A file named after an address (``notes/alice@example.org.md``): the address
-                # is the name without its extension, when that still ends in a domain.
+                # starts the name without its extension, when that holds a domain.
                 extension = len(domain.group("tld")) + 1
-                domain = self._domain.fullmatch(text, at + 1, domain.end() - extension) or domain
+                domain = self._domain.match(text, at + 1, domain.end() - extension) or domain
             local = self._local.search(text, max(0, at - 64), at) if domain else None
             if domain and local and self._is_address(text, local.start(), local.group(0), domain):
                 yield Finding(local.start(), domain.end(), "email")
@@ -133,7 +145,10 @@ class EmailDetector:
 
     @staticmethod
     def _is_address(text: str, start: int, local: str, domain: re.Match[str]) -> bool:
-        if local == "git" or domain.group("tld").lower() in _FILE_EXTENSIONS:
+        tld = domain.group("tld").lower()
+        if local == "git" or tld in _FILE_EXTENSIONS:
+            return False
+        if text[domain.end() : domain.end() + 1] in _GLUE and tld not in _GLUED_TLDS:
             return False
         if domain.group().lower().endswith(_MACHINE_DOMAINS):
             return False
@@ -188,14 +203,15 @@ PERSONAL_DETECTORS: tuple[Detector, ...] = (
     EmailDetector(),
     # Before cards: an IBAN's digit groups can form a Luhn-valid card number.
     IbanDetector(),
-    # A card number may be glued to a label (``card4111...``, ``cc_4111...``): only digits and
-    # number punctuation around it make it part of something longer. Issuer prefix, length and
-    # Luhn check keep identifiers out.
+    # A card number may be glued to a label (``card4111...``, ``cc_4111...``, ``4111...-x``):
+    # only digits and number punctuation around it make it part of something longer (a ``-``
+    # after it only when a digit follows). Issuer prefix, length and Luhn check keep
+    # identifiers out.
     RegexDetector(
         "payment_card",
         re.compile(
             r"\d(?<![\d.+\-/].)\d{3}(?P<sep>[ \-]?)"
-            r"(?:\d{4}(?P=sep)\d{4}(?P=sep)\d{1,7}|\d{6}(?P=sep)\d{4,5})(?![\d\-/]|\.\d)"
+            r"(?:\d{4}(?P=sep)\d{4}(?P=sep)\d{1,7}|\d{6}(?P=sep)\d{4,5})(?![\d/]|[\-.]\d)"
         ),
         r"\d{4}[ \-]?\d{4}[ \-]?\d{4}|\d{4}[ \-]?\d{6}[ \-]?\d{4}",
         validate=_card,

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from context_ledger.dlp.detectors.assignment import PASSWORD_WORDS
+from context_ledger.dlp.detectors.assignment import CJK_PASSWORD_WORDS, PASSWORD_WORDS
 from context_ledger.dlp.detectors.base import Finding
 
 #: How many words after the name a value may come (``that we agreed on for the staging box last
@@ -47,9 +47,13 @@ LINES_BELOW = 3
 # The name as a word of a sentence: not part of an identifier, a path or a URL before it
 # (``DB_PASSWORD``, ``user:password@host``), and after it a blank, or a colon or comma and a
 # blank or the line's end, past the markup closing it; ``password=`` is an assignment.
+# In Japanese, Chinese and Korean, which put no blank between words, the name is found
+# anywhere, and a particle or copula after it (``パスワードは``, ``密码是``, ``비밀번호는``) or
+# a colon, glued to the value as these scripts write it (``密码:X``), goes with it.
 _NAME = re.compile(
     rf"(?i)(?<![\w.\-/:@$])(?:{PASSWORD_WORDS})s?"
     r"(?=[*_`'\"]*(?:[ \t]|[:,](?:[ \t]|\r?\n|\Z)|[.!?;)](?:\s|\Z)|<|\r?\n|\Z))"
+    rf"|(?:{CJK_PASSWORD_WORDS})(?:は|が|も|是|为|為|는|은|가|이)?[ \t]*:?"
 )
 # What may follow a name that ends its line: markup closing it (``**password**``), a colon, a
 # YAML block scalar's indicator (``password: >``), an HTML tag's end.
@@ -63,7 +67,7 @@ _WORD = re.compile(r"[^\s<>]+")
 # Quotes, brackets and markup around a word, and the punctuation ending a sentence's word; a
 # list item's or definition's marker before it.
 _OPENERS = "([{'\"`\u201c\u2018*_"
-_CLOSERS = ")]}'\"`\u201d\u2019*_.,;:"  # not ``!`` or ``?``: a password ends in them as often
+_CLOSERS = ")]}'\"`\u201d\u2019*_.,;:\u3002"  # not ``!`` or ``?``: a password ends in them as often
 _MARKERS = frozenset({"-", "*", "+", ":", ">", "|"})
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
 _JOINERS = frozenset("-_./")

@@ -18,7 +18,7 @@ from context_ledger.dlp.detectors.assignment import (
     looks_secret,
 )
 from context_ledger.dlp.detectors.base import Detector, Finding, RegexDetector, Validator
-from context_ledger.dlp.detectors.prose import PasswordInProseDetector
+from context_ledger.dlp.detectors.prose import PasswordInProseDetector, chosen_password
 from context_ledger.dlp.detectors.runs import decode
 from context_ledger.dlp.detectors.tables import CsvColumnDetector, MarkdownTableDetector
 
@@ -27,14 +27,17 @@ _END = r"(?![A-Za-z0-9_\-])"
 _AWS_ACCESS_KEY = r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|AROA|APKA)[A-Z0-9]{16}"
 
 
-def _mixed_case_and_digits(match: re.Match[str]) -> bool:
-    """Generic prefixes (``sk-``) also start words; real keys mix digits, upper and lower case."""
-    value = match.group(0)
+def _mixes_case_and_digits(value: str) -> bool:
     return (
         any(c.isdigit() for c in value)
         and any(c.isupper() for c in value)
         and any(c.islower() for c in value)
     )
+
+
+def _mixed_case_and_digits(match: re.Match[str]) -> bool:
+    """Generic prefixes (``sk-``) also start words; real keys mix digits, upper and lower case."""
+    return _mixes_case_and_digits(match.group(0))
 
 
 def _varied(match: re.Match[str]) -> bool:
@@ -86,6 +89,14 @@ def _paired_password(match: re.Match[str]) -> bool:
         and not match.group("user").isdigit()
         and "/" not in value
     )
+
+
+def _commented_login(match: re.Match[str]) -> bool:
+    """A ``user:password`` pair whose password is shaped like a chosen one, or mixes upper
+    case, lower case and digits: what else an HTML comment holds so (``wp:core/image``,
+    ``toc:start``, ``image:hero-banner-2x``) is a directive, a path or a name."""
+    value = match.group("value")
+    return _paired_password(match) and (chosen_password(value) or _mixes_case_and_digits(value))
 
 
 def _token_like(match: re.Match[str]) -> bool:
@@ -207,6 +218,37 @@ class EscapedKeyBodyDetector:
             while end < ceiling and text[end] in _KEY_BODY:
                 end += 1
             yield Finding(start, end, "private_key")
+
+
+class SessionCookieDetector:
+    """A session cookie's value, in a ``Cookie:`` or ``Set-Cookie:`` header or a tool's
+    ``--cookie``: whoever holds it is logged in as its user (``Cookie: session=8f14e45f...``,
+    ``JSESSIONID``, ``PHPSESSID``, ``connect.sid``, ``_app_session``). Other cookies of the list
+    (``theme=dark``) stay, and so does a cleared one (``session=deleted``): a value counts with
+    8+ characters holding a digit, as an assigned secret's does."""
+
+    kinds = ("secret",)
+    gate = r"(?i)cookie"
+    _list = re.compile(r"""(?i)cookie['"]?(?:[ \t]*[:=][ \t]*|[ \t]+)['"]?""")
+    _pair = re.compile(r"""[ \t]*(?P<name>[^\s;=,'"]{1,64})=(?P<value>[^\s;,'"`\\]{1,4096})""")
+    _session = re.compile(r"(?i)[\w.\-]*(?:sess(?:ion)?(?:[_.\-]?id)?|sid)")
+
+    def find(self, text: str) -> Iterator[Finding]:
+        for cookies in self._list.finditer(text):
+            position = cookies.end()
+            while pair := self._pair.match(text, position):
+                value = pair.group("value")
+                if (
+                    self._session.fullmatch(pair.group("name"))
+                    and len(value) >= 8
+                    and any(c.isdigit() for c in value)
+                    and not REFERENCE.fullmatch(value)
+                ):
+                    yield Finding(*pair.span("value"), "secret")
+                position = pair.end()
+                if not text.startswith(";", position):
+                    break
+                position += 1
 
 
 # A private key's DER written as hex: a SEQUENCE opening with the version INTEGER 0 or 1
@@ -368,13 +410,15 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
         groups=("value",),
         validate=_reference_free,
     ),
-    # HTTP Basic credentials anywhere: "Basic " and base64 of "user:password".
+    # HTTP Basic credentials anywhere: "Basic", a blank or a colon, and base64 of
+    # "user:password" (``HTTP Basic: dXNl...``, ``basic: ...`` in a config).
     RegexDetector(
         "basic_auth",
         re.compile(
-            r"(?<![A-Za-z])(?i:basic)[ \t]+(?P<value>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"
+            r"(?<![A-Za-z])(?i:basic)(?:[ \t]*[:=][ \t]*|[ \t]+)"
+            r"(?P<value>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"
         ),
-        r"(?i)basic[ \t]+[A-Za-z0-9+/]{8}",
+        r"(?i)basic(?:[ \t]*[:=][ \t]*|[ \t]+)[A-Za-z0-9+/]{8}",
         groups=("value",),
         validate=_user_and_password,
     ),
@@ -408,18 +452,43 @@ SECRET_DETECTORS: tuple[Detector, ...] = (
         validate=_token_like,
     ),
     # A login written as "user / password" after a word saying so, as notes, comments and
-    # chat do: ``staging login: deploy / 7undr4z3phyr#91``, ``creds: svc_etl:W1nt3r$65``.
+    # chat do: ``staging login: deploy / 7undr4z3phyr#91``, ``creds: svc_etl:W1nt3r$65``,
+    # ``the admin creds are admin / Adm1n!Creds``; or before it, ``admin/Admin@12345 is the
+    # default login``. The punctuation ending a sentence is not the password's.
     RegexDetector(
         "password",
         re.compile(
-            r"(?i:\b(?:logins?|log-?on|sign-?in|credentials?|creds))[ \t]*[:=-][ \t]*"
-            r"(?P<user>[\w.@+\-]{1,64})[ \t]*[/:][ \t]*(?P<value>[^\s'\"`<>]{3,200})"
+            r"(?i:\b(?:logins?|log-?on|sign-?in|credentials?|creds))"
+            r"(?:[ \t]*[:=-][ \t]*|[ \t]+(?i:is|are|was|were)[ \t]+)"
+            r"(?P<user>[\w.@+\-]{1,64})[ \t]*[/:][ \t]*"
+            r"(?P<value>[^\s'\"`<>]{2,199}[^\s'\"`<>.,;)])"
         ),
         r"(?i)(?:login|log-?on|sign-?in|cred)",
         groups=("value",),
         validate=_paired_password,
     ),
+    RegexDetector(
+        "password",
+        re.compile(
+            r"(?P<user>[\w.@+\-]{1,64})[ \t]*/[ \t]*(?P<value>[^\s'\"`<>/]{3,200})[ \t]+"
+            r"(?i:is|are|was|were)[ \t]+(?:(?i:the|our|a|an)[ \t]+)?(?:[\w\-]{1,30}[ \t]+)?"
+            r"(?i:logins?|log-?on|sign-?in|credentials?|creds)\b"
+        ),
+        r"(?i)(?:is|are|was|were)[ \t]+(?:(?:the|our|an?)[ \t]+)?(?:[\w\-]+[ \t]+)?"
+        r"(?:login|log-?on|sign-?in|cred)",
+        groups=("value",),
+        validate=_paired_password,
+    ),
+    # A login left whole in an HTML comment: ``<!-- admin:AdminHtml#2023 -->``.
+    RegexDetector(
+        "password",
+        re.compile(r"<!--[ \t]*(?P<user>[a-z][\w.\-]{0,31}):(?P<value>[^\s<>]{8,200}?)[ \t]*-->"),
+        "<!--",
+        groups=("value",),
+        validate=_commented_login,
+    ),
     NamedKeyDetector(),
+    SessionCookieDetector(),
     PasswordInProseDetector(),
     CsvColumnDetector(),
     MarkdownTableDetector(),

@@ -36,6 +36,14 @@ _HEADER = re2.compile(
 _HEADER_CELL = re.compile(r"""[ \t]*["']?[A-Za-z_][\w .\-]{0,40}["']?[ \t]*""")
 
 
+def _credential_cell(value: str, kind: str) -> bool:
+    """Whether a cell of a credential column holds one: a literal, not a reference or a
+    placeholder (``********``, ``${LDAP_PASS}``). A cell is no code, so a word in it naming a
+    secret (``nasrootpass``, ``druckerpasswort``) is part of the value, not the name of a
+    variable holding it as in ``password=db_pass``: the cell is judged as a quoted value is."""
+    return is_literal(value, kind, quoted=True)
+
+
 def _lines(text: str) -> list[tuple[int, int]]:
     """Each line's span, line breaks excluded (an empty line is an empty span)."""
     spans = []
@@ -79,7 +87,7 @@ class CsvColumnDetector:
 
     kinds = ("password", "secret")
     # A cell naming a credential, between commas or a comma and the line's end.
-    gate = rf"""(?i)(?:^|,)[ \t]*["']?[A-Za-z_ .\-]*(?:{NAME_PATTERN})["']?[ \t]*(?:,|\r?$)"""
+    gate = rf"""(?im)(?:^|,)[ \t]*["']?[A-Za-z_ .\-]*(?:{NAME_PATTERN})["']?[ \t]*(?:,|\r?$)"""
 
     def find(self, text: str) -> Iterator[Finding]:
         lines = None
@@ -100,8 +108,8 @@ class CsvColumnDetector:
                 if len(row) != width:
                     break
                 for column, kind in columns.items():
-                    start, end, quoted = row[column]
-                    if start < end and is_literal(text[start:end], kind, quoted=quoted):
+                    start, end, _ = row[column]
+                    if start < end and _credential_cell(text[start:end], kind):
                         yield Finding(start, end, REPORTED_KINDS[kind])
                 index += 1
 
@@ -123,52 +131,68 @@ class CsvColumnDetector:
         return columns
 
 
-# A markdown table's row (``| a | b |``) and the rule under its header (``|---|:--:|``).
-_MARKDOWN_ROW = re.compile(r"[ \t]*\|.*\|[ \t]*\r?")
-_MARKDOWN_RULE = re.compile(r"[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+(?:[ \t]*:?-{3,}:?[ \t]*)?\r?")
+# A markdown table's cell separator, and the rule under its header (``|---|:--:|``,
+# ``--- | ---``, ``|-|-|``): GitHub's tables need neither the outer pipes nor three dashes.
+_PIPE = re.compile(r"(?<!\\)\|")
+_MARKDOWN_RULE = re.compile(r"[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*\r?")
 # Markup around a cell's text: emphasis and code spans.
 _CELL_MARKUP = " \t*_`"
 
 
+def _is_row(text: str, start: int, end: int) -> bool:
+    return _PIPE.search(text, start, end) is not None
+
+
 def markdown_cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """The cells of one markdown table row, as spans of their text without blanks and markup
-    around it (a ``\\|`` is part of its cell)."""
-    pipes = [m.start() for m in re.finditer(r"(?<!\\)\|", text[start:end])]
+    around it (a ``\\|`` is part of its cell; the pipes opening and closing the row are
+    optional)."""
+    edges = [start - 1, *(pipe.start() for pipe in _PIPE.finditer(text, start, end)), end]
+    pieces = list(itertools.pairwise(edges))
+    row = text[start:end].strip()
+    if row.startswith("|"):
+        pieces = pieces[1:]
+    if row.endswith("|") and not row.endswith("\\|"):
+        pieces = pieces[:-1]
     found = []
-    for left, right in itertools.pairwise(pipes):
-        cell = text[start + left + 1 : start + right]
+    for left, right in pieces:
+        cell = text[left + 1 : right]
         lead = len(cell) - len(cell.lstrip(_CELL_MARKUP))
         core = cell.strip(_CELL_MARKUP)
-        found.append((start + left + 1 + lead, start + left + 1 + lead + len(core)))
+        found.append((left + 1 + lead, left + 1 + lead + len(core)))
     return found
 
 
 class MarkdownTableDetector:
     """Cells of markdown table columns named like a password or secret: a header row naming one,
     the rule under it, then every row until a line that is not one (a credentials table in a
-    runbook or a wiki page, ``| host | user | password |``). A cell is judged like an assigned
-    value: literal, not a reference or placeholder (``********``, ``(in the vault)``)."""
+    runbook or a wiki page, ``| host | user | password |``, ``host | user | password``). A cell
+    is judged like an assigned value: literal, not a reference or placeholder (``********``,
+    ``(in the vault)``)."""
 
     kinds = ("password", "secret")
     # The rule under a header: a cheap mark of a table (a gate naming the credential cell as
     # well made the gate set twice as slow on every text).
-    gate = r"\|[ \t]*:?---"
+    gate = r"(?m)^[ \t]*\|?[ \t]*:?-+:?[ \t]*\|"
 
     def find(self, text: str) -> Iterator[Finding]:
         lines = _lines(text)
         for index in range(len(lines) - 2):
             header, rule = lines[index], lines[index + 1]
+            # Pipes in both (``---`` alone under a line makes it a heading).
             if not (
-                _MARKDOWN_ROW.fullmatch(text, *header) and _MARKDOWN_RULE.fullmatch(text, *rule)
+                _MARKDOWN_RULE.fullmatch(text, *rule)
+                and _is_row(text, *rule)
+                and _is_row(text, *header)
             ):
                 continue
             kinds = [key_kind(text[s:e]) for s, e in markdown_cells(text, *header)]
             if not any(kind in ("password", "secret") for kind in kinds):
                 continue
             for row in lines[index + 2 :]:
-                if not _MARKDOWN_ROW.fullmatch(text, *row):
+                if not _is_row(text, *row):
                     break
                 for (start, end), kind in zip(markdown_cells(text, *row), kinds, strict=False):
                     credential = kind in ("password", "secret") and start < end
-                    if credential and is_literal(text[start:end], kind, quoted=False):
+                    if credential and _credential_cell(text[start:end], kind):
                         yield Finding(start, end, REPORTED_KINDS[kind])

@@ -481,3 +481,35 @@ def test_when_the_event_cannot_be_queued_nothing_is_delivered(api, world, alice,
 
     assert error_of(response) == (503, "context.attribution.failed")
     assert "chunks" not in response.json()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b'{"query": "refund', b'{"query": "\xff\xfe refund"}', b"\xff\xfe\x00{", b"[1, 2"],
+    ids=["cut short", "not utf-8 inside", "not utf-8", "cut array"],
+)
+def test_a_body_that_is_not_json_is_400_invalid_request(api, world, alice, body: bytes) -> None:
+    """Bytes no JSON parser reads (cut short, or not UTF-8) are the client's mistake in the
+    body's form, not a rule of a field: 400, as docs/api.md lists it, never 422 or 500."""
+    headers = {**alice, "Content-Type": "application/json"}
+
+    answer = api.post(RETRIEVE, headers=headers, content=body)
+
+    assert error_of(answer) == (400, "invalid_request")
+    assert "\\xff" not in answer.text
+
+
+@pytest.mark.parametrize(
+    "content_type", [None, "application/x-www-form-urlencoded", "text/plain"], ids=repr
+)
+def test_a_body_not_sent_as_json_is_400_saying_how_to_send_it(
+    api, world, alice, content_type: str | None
+) -> None:
+    """``curl -d`` sends a form's media type, and a client may send none: the body is then not
+    read as JSON, which is the request's form, not a field's rule (never 'a valid dictionary')."""
+    headers = {**alice, **({"Content-Type": content_type} if content_type else {})}
+
+    answer = api.post(RETRIEVE, headers=headers, content=b'{"query": "refund approvals"}')
+
+    assert error_of(answer) == (400, "invalid_request")
+    assert "application/json" in answer.json()["error"]["message"]

@@ -9,7 +9,8 @@ hand-offs (docs/decisions.md). ``tests/unit/test_http_routes_async.py`` keeps it
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
 import psycopg
@@ -58,7 +59,17 @@ def _describe_validation(exc: RequestValidationError) -> tuple[int, str, str]:
     errors = exc.errors()
     if any(e.get("type") == "json_invalid" for e in errors):
         return 400, "invalid_request", "request body is not valid JSON"
+    if any(_unparsed_body(e) for e in errors):
+        # FastAPI reads a body as JSON only under a JSON media type; otherwise it hands the
+        # model the raw bytes, which pydantic calls "not a valid dictionary".
+        return 400, "invalid_request", "request body is not JSON: send it as application/json"
     return 422, ValidationFailedError.code, echoed(validation_message(errors))
+
+
+def _unparsed_body(error: Mapping[str, Any]) -> bool:
+    return tuple(error.get("loc", ())) == ("body",) and isinstance(
+        error.get("input"), bytes | bytearray
+    )
 
 
 async def _api_error(_: Request, exc: Exception) -> JSONResponse:

@@ -838,3 +838,27 @@ def test_an_unknown_resource_or_prompt_is_invalid_params_in_fixed_words(connect,
         "Unknown prompt: prompts/list names this server's prompts",
     ]
     assert all(e.error.data is None for e in errors)
+
+
+@pytest.mark.parametrize(
+    ("accept", "status"),
+    [
+        ("application/json;q=0", 406),
+        ("application/json; q=0.0, text/event-stream", 406),
+        ("*/*;q=0", 406),
+        ("text/html", 406),
+        ("application/json;q=0.5", 200),
+        ("application/json;q=0, */*;q=0.1", 200),
+        ("APPLICATION/JSON", 200),
+    ],
+)
+def test_over_http_an_accept_that_admits_no_json_is_406(runtime, world, accept, status) -> None:
+    """RFC 9110: a range with q=0 is "not acceptable", not accepted for being named."""
+    headers = {**bearer(world["alice"]), "Content-Type": "application/json", "Accept": accept}
+    body = {"jsonrpc": "2.0", "id": 5, "method": "ping"}
+
+    answer = httpx.post(f"{runtime.url}/mcp", headers=headers, json=body, timeout=30)
+
+    assert answer.status_code == status, answer.text
+    if status == 406:
+        assert answer.json()["error"]["code"] == -32600

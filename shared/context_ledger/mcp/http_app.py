@@ -74,6 +74,9 @@ def create_mcp_app() -> ASGIApp:
         if _media_type(scope) != "application/json":
             await _unsupported_media_type()(scope, receive, send)
             return
+        if _refuses_json(scope):
+            await _not_acceptable()(scope, receive, send)
+            return
         scope = _with_media_type(scope, "application/json")
         try:
             body = await read_body(receive, MAX_BODY_BYTES)
@@ -128,6 +131,39 @@ def _media_type(scope: Scope) -> str:
         if name == b"content-type":
             return value.decode("latin-1").split(";", 1)[0].strip().lower()
     return ""
+
+
+_JSON_RANGES = frozenset({"application/json", "application/*", "*/*"})
+
+
+def _refuses_json(scope: Scope) -> bool:
+    """Whether the request's Accept names ``application/json`` (or a range holding it) only
+    with ``q=0``, RFC 9110's "not acceptable", which the SDK reads as accepted because the
+    words are there. Without such a range the SDK's own check answers 406."""
+    ranges = [
+        part.strip().lower()
+        for name, value in scope["headers"]
+        if name == b"accept"
+        for part in value.decode("latin-1").split(",")
+    ]
+    weights = [_weight(r) for r in ranges if r.split(";", 1)[0].strip() in _JSON_RANGES]
+    return bool(weights) and max(weights) == 0
+
+
+def _weight(media_range: str) -> float:
+    for parameter in media_range.split(";")[1:]:
+        name, _, value = parameter.partition("=")
+        if name.strip() == "q":
+            try:
+                return float(value.strip())
+            except ValueError:
+                return 0.0  # a weight that is no number accepts nothing
+    return 1.0
+
+
+def _not_acceptable() -> Response:
+    message = "Not Acceptable: Client must accept application/json"
+    return Response(_error_body(INVALID_REQUEST, message), 406, media_type="application/json")
 
 
 def _with_media_type(scope: Scope, media_type: str) -> Scope:

@@ -13,7 +13,7 @@ from context_ledger.dlp.policy import (
     parse_patterns,
     parse_withheld,
 )
-from context_ledger.errors import ValidationFailedError
+from context_ledger.errors import UNSHOWN_NAME, ValidationFailedError
 
 
 def test_the_defaults_never_embed_confidential_restricted_or_regulated_content() -> None:
@@ -52,6 +52,14 @@ def test_classifications_left_out_return_to_their_defaults() -> None:
 def test_unknown_classifications_and_actions_are_refused(actions: dict, problem: str) -> None:
     with pytest.raises(ValidationFailedError, match=problem):
         parse_actions(actions)
+
+
+def test_an_unknown_classification_named_like_a_password_is_not_repeated() -> None:
+    with pytest.raises(ValidationFailedError) as raised:
+        parse_actions({"Hunter2Hunter!": "allow"})
+
+    assert "Hunter2" not in raised.value.message
+    assert raised.value.message.startswith(f"actions.{UNSHOWN_NAME}: unknown classification")
 
 
 def test_every_problem_is_named_at_once() -> None:

@@ -67,7 +67,7 @@ def test_custom_pattern_is_redacted_with_its_name() -> None:
 @pytest.mark.parametrize(
     ("patterns", "message"),
     [
-        ([CustomPattern("Bad", "x")], "'Bad' must match"),
+        ([CustomPattern("Bad", "x")], "a custom pattern's name must match"),
         ([CustomPattern("a" * 41, "x")], "must match"),
         ([CustomPattern("dup", "x"), CustomPattern("dup", "y")], "'dup' is defined twice"),
         ([CustomPattern("back", r"(a)\1")], "'back' is not a valid RE2 expression"),
@@ -86,6 +86,14 @@ def test_invalid_custom_patterns_are_refused_naming_the_pattern(
     with pytest.raises(ValueError, match=r"custom pattern|at most") as error:
         compile_custom_patterns(patterns)
     assert message in str(error.value)
+
+
+def test_a_pattern_name_breaking_the_rule_is_not_repeated() -> None:
+    """It can be anything pasted into the field, a password included."""
+    with pytest.raises(ValueError, match="name must match") as raised:
+        Redactor([CustomPattern("Hunter2Hunter!", "x")])
+
+    assert "Hunter2" not in str(raised.value)
 
 
 def test_hostile_custom_pattern_runs_in_linear_time() -> None:

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from context_ledger.errors import ValidationFailedError
+from context_ledger.errors import UNSHOWN_NAME, ValidationFailedError
 from context_ledger.settings import DEFAULT_LEVEL_WEIGHTS
 from context_ledger.spaces.levels import Level
 from context_ledger.spaces.weights import LevelWeights, parse_overrides, parse_weight
@@ -82,6 +82,14 @@ def test_an_unknown_level_is_refused_naming_the_field() -> None:
     assert raised.value.code == "validation_failed"
     assert raised.value.message.startswith("overrides.galaxy: unknown level (one of: ")
     assert "business_unit" in raised.value.message
+
+
+def test_an_unknown_level_named_like_a_password_is_not_repeated() -> None:
+    with pytest.raises(ValidationFailedError) as raised:
+        parse_overrides({"Summer2024!Muc": 1.3})
+
+    assert "Summer2024" not in raised.value.message
+    assert raised.value.message.startswith(f"overrides.{UNSHOWN_NAME}: unknown level")
 
 
 def test_a_bad_weight_is_refused_naming_the_field() -> None:

@@ -32,7 +32,7 @@ from context_ledger.auth.principal import Principal
 from context_ledger.db.pending import Pending, send
 from context_ledger.dlp.classification import Classification
 from context_ledger.dlp.redaction import CustomPattern, compile_custom_patterns
-from context_ledger.errors import ForbiddenError, ValidationFailedError
+from context_ledger.errors import ForbiddenError, ValidationFailedError, shown_name
 
 
 class DlpAction(StrEnum):
@@ -98,7 +98,7 @@ def parse_actions(raw: Mapping[str, object]) -> dict[Classification, DlpAction]:
     parsed: dict[Classification, DlpAction] = dict(DEFAULT_ACTIONS)
     problems: list[str] = []
     for key, value in raw.items():
-        field_name = f"actions.{key}"
+        field_name = f"actions.{shown_name(key)}"
         if key not in {c.value for c in Classification}:
             problems.append(f"{field_name}: unknown classification (one of: {_CLASSIFICATIONS})")
         elif not isinstance(value, str) or value not in {a.value for a in DlpAction}:

@@ -18,7 +18,7 @@ import psycopg
 
 from context_ledger.auth.principal import Principal
 from context_ledger.db.pending import Pending, send
-from context_ledger.errors import SpaceNotFoundError, ValidationFailedError
+from context_ledger.errors import SpaceNotFoundError, ValidationFailedError, shown_name
 from context_ledger.settings import Settings
 from context_ledger.spaces import store
 from context_ledger.spaces.levels import Level
@@ -85,7 +85,7 @@ def parse_overrides(raw: Mapping[str, object]) -> dict[Level, Decimal]:
     parsed: dict[Level, Decimal] = {}
     problems: list[str] = []
     for key, value in raw.items():
-        field = f"overrides.{key}"
+        field = f"overrides.{shown_name(key)}"
         if key not in _LEVEL_NAMES:
             problems.append(f"{field}: unknown level (one of: {', '.join(_LEVEL_NAMES)})")
             continue

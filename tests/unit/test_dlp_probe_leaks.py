@@ -311,3 +311,27 @@ def test_basic_credentials_after_a_basic_label_are_redacted() -> None:
 def test_a_basic_label_before_base64_of_no_login_stays() -> None:
     # base64 of "this is not auth"
     _kept("basic: dGhpcyBpcyBub3QgYXV0aA==")
+
+
+DIGEST = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"image: ghcr.io/acme/widgetron:2.14.3@sha256:{DIGEST}",
+        f"    image: quay.io/org/app:v1@sha256:{DIGEST}",
+        f"FROM registry.example.com:5000/team/app@sha256:{DIGEST}",
+        "Key ID: 0x6A3F2B1C9D8E7F00",
+        "contract: 0x52908400098527886E0F7030069857D2E4169EE7",
+    ],
+    ids=["ghcr", "quay", "registry port", "gpg key id", "hex literal"],
+)
+def test_names_pinned_by_a_digest_and_hex_literals_stay(text: str) -> None:
+    """Pure hexadecimal is no high-entropy finding (the entropy module's rule): neither is a
+    digest after an image's name and tag, nor a 0x literal (a probe saw both redacted whole)."""
+    _kept(text)
+
+
+def test_a_password_pinned_like_an_image_is_still_a_password() -> None:
+    _redacted_alone(f"password: Tr0ub4dor@sha256:{DIGEST}", f"Tr0ub4dor@sha256:{DIGEST}")

@@ -14,7 +14,8 @@ Two kinds of candidate:
 
 Deliberately not flagged (each measured by ``bench/dlp.py``'s decoys):
 - identifiers and paths, which switch character class rarely or have short segments;
-- pure hexadecimal (with or without dashes): git SHAs, content digests, UUIDs, colours. They are
+- pure hexadecimal (with or without dashes, or a ``0x`` literal): git SHAs, content digests,
+  UUIDs, colours, key ids, and names pinned by a digest (``image@sha256:...``). They are
   everywhere in code, logs and lock files, and a hex secret almost always sits behind a name
   (``api_key = "..."``), which the ``secret`` detector catches;
 - subresource-integrity hashes (``sha512-...``), ``data:...;base64,`` payloads and base64
@@ -56,7 +57,10 @@ _DIGIT = re.compile(r"\d")
 _RUN = r"[A-Za-z0-9+/_\-]"
 _CLASS_RUN = re.compile(r"\d+|[A-Z]+|[^\dA-Z]+")
 _LOWER_WORD = re.compile(r"[a-z]{6}")
-_HEX = re.compile(r"[0-9a-fA-F\-]+")
+_HEX = re.compile(r"[0-9a-fA-F\-]+|0[xX][0-9a-fA-F]+")
+# An image (or any artefact) pinned by its digest: a name, a tag and ``@sha256:<hex>``
+# (``ghcr.io/acme/app:2.14.3@sha256:9f86...``); the random part is a public digest.
+_PINNED = re.compile(r"[\w./:\-]*@sha(?:256|384|512):[0-9a-f]{64,128}")
 _INTEGRITY = re.compile(r"sha(?:1|256|384|512)-")
 # How base64 of common binary formats starts: PNG, JPEG, GIF, WebP/RIFF, PDF, SVG, ZIP, BMP.
 _MEDIA = re.compile(
@@ -152,6 +156,7 @@ def _random_value(value: str) -> bool:
         return False
     if (
         _HEX.fullmatch(value)
+        or _PINNED.fullmatch(value)
         or _INTEGRITY.match(value)
         or _MEDIA.match(value)
         or _PUBLIC_KEY.match(value)

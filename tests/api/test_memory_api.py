@@ -199,6 +199,15 @@ def test_a_project_key_holding_a_credential_is_422_and_never_echoed(
     assert api.get(f"{BASE}/{project}", headers=admin_headers).status_code == 404
 
 
+def test_a_project_key_random_by_design_is_accepted(api, admin_headers) -> None:
+    """Only credentials of a known kind are refused: a key that merely looks random (a service
+    and a ULID) names a project."""
+    project = "svc-01HZX3K9Q2W8E7R6T5Y4U3I2O1"
+    memory = write(api, admin_headers, project=project, content="Deploys on Tuesdays.")
+
+    assert memory["project_id"] == project
+
+
 def test_metadata_under_a_credential_key_is_delivered_redacted_on_every_route(
     api, admin_headers
 ) -> None:

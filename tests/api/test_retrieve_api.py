@@ -513,3 +513,28 @@ def test_a_body_not_sent_as_json_is_400_saying_how_to_send_it(
 
     assert error_of(answer) == (400, "invalid_request")
     assert "application/json" in answer.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("field", ["lensId", "sessionId"])
+@pytest.mark.parametrize(
+    "value", ["AKIAQ3EGRTW5NB7XKP2M", "ghp_" + "aB3" * 12], ids=["aws key", "github token"]
+)
+def test_a_lens_or_session_id_holding_a_credential_is_422_and_never_echoed(
+    api, world, alice, field: str, value: str
+) -> None:
+    """Both are recorded in the evidence chain, which keeps them for good and shows them to
+    whoever may read the record: like an agent key, one holding a credential is refused."""
+    answer = retrieve(api, alice, spaceId=world.project, **{field: value})
+
+    assert error_of(answer) == (422, "validation_failed")
+    assert value not in answer.text
+    assert field in answer.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "value", ["lens-1", "9b2f4c1e-8d7a-4e3b-a1c2-5f6e7d8c9b0a", "sess_01HZX3K9Q2W8E7R6T5Y4U3I2O1"]
+)
+def test_lens_and_session_ids_that_name_things_are_accepted(api, world, alice, value) -> None:
+    answer = retrieve(api, alice, spaceId=world.project, lensId=value, sessionId=value)
+
+    assert answer.status_code == 200

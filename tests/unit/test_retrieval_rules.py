@@ -126,9 +126,12 @@ def test_the_texts_of_a_first_call_are_skipped_by_the_next() -> None:
         ("", None),
         (None, None),
         ("x" * 70 + "/1", None),
+        ("AKIAQ3EGRTW5NB7XKP2M/1.0", None),
+        ("editor/ghp_" + "aB3" * 12, None),
+        ("claude-code/2.1.3", ("claude-code", "2.1.3")),
     ],
 )
-def test_a_malformed_client_header_is_dropped(header, expected) -> None:
+def test_a_malformed_client_header_or_one_holding_a_credential_is_dropped(header, expected) -> None:
     assert parse_client_header(header) == expected
 
 

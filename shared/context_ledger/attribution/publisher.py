@@ -15,6 +15,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from context_ledger.dlp.texts import holds_credential
 from context_ledger.errors import ServiceUnavailableError
 from context_ledger.log import logger
 from context_ledger.settings import get_settings
@@ -34,11 +35,15 @@ class AttributionFailedError(ServiceUnavailableError):
 
 
 def parse_client_header(value: str | None) -> tuple[str, str] | None:
-    """``X-Keystone-Client: name/version`` as (name, version); a malformed header is dropped."""
+    """``X-Keystone-Client: name/version`` as (name, version); a malformed header is dropped,
+    and so is one holding a credential (a key pasted into the app's name): the evidence chain
+    would keep it for good."""
     if not value:
         return None
     match = _CLIENT_HEADER.fullmatch(value.strip())
-    return (match[1], match[2]) if match else None
+    if match is None or holds_credential(match[0], random=False):
+        return None
+    return match[1], match[2]
 
 
 #: The caller is waiting: a queue that does not answer fails the request (503) instead of hanging

@@ -33,15 +33,22 @@ def redacted(patterns: tuple[CustomPattern, ...], text: str, *, stage: Stage) ->
         raise DlpScanFailedError() from None
 
 
-def holds_credential(value: str) -> bool:
+#: What the entropy detectors report: a token that only looks random.
+RANDOM_KIND = "high_entropy"
+
+
+def holds_credential(value: str, *, random: bool = True) -> bool:
     """Whether the built-in detectors find a credential in ``value``: for identifiers (an agent
-    key), which are stored and delivered as written, so must be refused rather than redacted."""
+    key), which are stored and delivered as written, so must be refused rather than redacted.
+    ``random=False`` counts only credentials of a known kind, not random-looking tokens: for
+    identifiers that are random by design (session ids, ULIDs with a prefix)."""
     try:
         counts = redactor_for(()).redact(value).counts
     except ScanError:
         # Failing closed: an identifier that cannot be scanned is not stored.
         return True
-    return any(kind in SECRET_KINDS for kind in counts)
+    kinds = SECRET_KINDS if random else SECRET_KINDS - {RANDOM_KIND}
+    return any(kind in kinds for kind in counts)
 
 
 def echoed(text: str) -> str:

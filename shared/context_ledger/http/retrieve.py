@@ -13,6 +13,7 @@ from context_ledger.attribution.publisher import parse_client_header, publish_at
 from context_ledger.auth.principal import Principal
 from context_ledger.cooldown import Cooldown
 from context_ledger.db import autocommit, connection, spare_connection
+from context_ledger.dlp.texts import holds_credential
 from context_ledger.embeddings.client import get_embeddings_client
 from context_ledger.http.models import ApiModel, RequestModel
 from context_ledger.http.principal import current_principal
@@ -79,6 +80,9 @@ class RetrieveRequest(RequestModel):
     @field_validator("lens_id", "session_id")
     @classmethod
     def _empty_is_absent(cls, value: str | None) -> str | None:
+        if value and holds_credential(value, random=False):
+            # The evidence chain keeps what it records for good, for every reader of it.
+            raise ValueError("must name a lens or session, not hold a credential (it is recorded)")
         return value or None
 
     @field_validator("space_id")

@@ -287,7 +287,7 @@ def _project_to_write(conn: psycopg.Connection, principal: Principal, key: str) 
         raise ValidationFailedError(
             "project_id: 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
         )
-    if holds_credential(key):
+    if holds_credential(key, random=False):
         # A key is echoed in every answer about the project, to each of its readers.
         raise ValidationFailedError(
             "project_id: must name a project, not hold a credential (it is delivered as written)"

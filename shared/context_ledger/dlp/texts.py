@@ -35,6 +35,8 @@ def redacted(patterns: tuple[CustomPattern, ...], text: str, *, stage: Stage) ->
 
 #: What the entropy detectors report: a token that only looks random.
 RANDOM_KIND = "high_entropy"
+#: The credentials a detector knows by their shape or their name.
+_KNOWN_KINDS = SECRET_KINDS - {RANDOM_KIND}
 
 
 def holds_credential(value: str, *, random: bool = True) -> bool:
@@ -47,7 +49,7 @@ def holds_credential(value: str, *, random: bool = True) -> bool:
     except ScanError:
         # Failing closed: an identifier that cannot be scanned is not stored.
         return True
-    kinds = SECRET_KINDS if random else SECRET_KINDS - {RANDOM_KIND}
+    kinds = SECRET_KINDS if random else _KNOWN_KINDS
     return any(kind in kinds for kind in counts)
 
 

@@ -895,7 +895,7 @@ def relevant_memories(
     )
     return RelevantAnswer(
         memories=memories,
-        query=redacted(delivery.policy.patterns, query, stage="query"),
+        query=delivery.redact(query),
         tokens_used=ranking.tokens_used,
         warnings=said,
     )

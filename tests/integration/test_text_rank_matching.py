@@ -102,3 +102,61 @@ def test_a_vector_hit_holding_only_unmatched_terms_gets_its_bm25_rank(
     assert refund.found_by_vector
     assert not refund.found_by_text
     assert 0 < refund.text_score < 1
+
+
+def _published(docs: list[Document]):
+    with connection() as conn:
+        org = create_organisation(conn, name="Acme")
+        source = publish_source(conn, org, docs)
+        paths = {r["id"]: r["path"] for r in conn.execute("SELECT id, path FROM chunks")}
+    return org, source, paths
+
+
+def test_contraction_tails_in_a_query_match_nothing(db) -> None:
+    # "I'd" and "I'm" once made lexemes d and m: each matched the chunks holding that letter as
+    # a name, though the query was about neither.
+    org, source, paths = _published(
+        [
+            Document("matrix.md", "The matrix D times the vector m, as we'll show."),
+            Document("sorting.md", "Sorting networks compared by their depth."),
+        ]
+    )
+
+    found = search(org, source, "I'd like papers on sorting; I'm reading a survey, you'll see")
+
+    assert [paths[c.chunk_id] for c in found] == ["sorting.md"]
+
+
+def test_letters_with_dots_match_nothing_unless_they_spell_an_acronym(db) -> None:
+    org, source, paths = _published(
+        [
+            Document("reading.md", "Reading lists, e.g. for the holidays, i.e. in August."),
+            Document("sorting.md", "Sorting networks compared by their depth."),
+            Document("exports.md", "Exports to the U.S.A. grew."),
+        ]
+    )
+
+    assert [paths[c.chunk_id] for c in search(org, source, "sorting, e.g. networks")] == [
+        "sorting.md"
+    ]
+    assert [paths[c.chunk_id] for c in search(org, source, "USA")] == ["exports.md"]
+    assert [paths[c.chunk_id] for c in search(org, source, "U.S.A.")] == ["exports.md"]
+
+
+def test_a_letter_standing_alone_stays_a_term(db) -> None:
+    org, source, paths = _published(
+        [
+            Document("d.md", "Vitamin D deficiency in winter."),
+            Document("c.md", "Vitamin C deficiency at sea."),
+            Document("k.md", "An injection of vitamin K. It helps newborns."),
+        ]
+    )
+
+    found = search(org, source, "vitamin D deficiency")
+
+    best = max(found, key=lambda c: c.text_score)
+    assert paths[best.chunk_id] == "d.md"
+    assert {paths[c.chunk_id] for c in found} == {"d.md", "c.md", "k.md"}
+    # a letter ending a sentence is a term too, in the text and in the query
+    found = search(org, source, "vitamin K.")
+    assert paths[max(found, key=lambda c: c.text_score).chunk_id] == "k.md"

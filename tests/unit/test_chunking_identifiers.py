@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from context_ledger.sources.chunking.identifiers import search_text, split_identifiers
+from context_ledger.sources.chunking.identifiers import (
+    search_text,
+    split_identifiers,
+    without_fragments,
+)
 
 
 @pytest.mark.parametrize(
@@ -129,3 +133,41 @@ def test_prose_search_text_is_the_content() -> None:
     content = "Call parseRefund with the payment reference."
     assert search_text(content, code=False) == content
     assert search_text(content, code=False, language="markdown") == content
+
+
+@pytest.mark.parametrize(
+    ("text", "left"),
+    [
+        ("I'm sure I'd say", "I sure I say"),
+        ("we're fine, you'll see, I've got it", "we fine, you see, I got it"),
+        ("I\u2019M HERE", "I HERE"),  # a typographic apostrophe, upper case
+        ("see e.g. this, i.e. that", "see this, that"),
+        ("E.g. Heindel, L.E. in J. ACM", "Heindel, LE in J. ACM"),  # capitals: an acronym
+        ("the U.S.A. (U.K.) and e.g, more", "the USA (UK) and , more"),
+    ],
+)
+def test_contraction_tails_and_single_letter_abbreviations_are_not_words(
+    text: str, left: str
+) -> None:
+    assert " ".join(without_fragments(text).split()) == left
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "vitamin D deficiency",  # a letter standing alone is a term
+        "an injection of vitamin K. It helps",  # one letter and a dot: a sentence's end, too
+        "by J. Smith",
+        "the C language and R",
+        "x.shape and os.path.exists",  # a dotted name starts with its letter
+        "O'Brien and ma'am",  # a longer word after an apostrophe
+        "a",
+    ],
+)
+def test_standalone_letters_words_and_dotted_names_are_kept(text: str) -> None:
+    assert without_fragments(text) == text
+
+
+def test_search_text_leaves_out_fragments_of_prose_and_of_code() -> None:
+    assert search_text("I'd like e.g. sorting", code=False).split() == ["I", "like", "sorting"]
+    assert "d" not in search_text("# I'd sort it\nsort(x)", code=True).split()

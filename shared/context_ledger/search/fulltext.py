@@ -1,9 +1,11 @@
 """Full-text search: BM25 over ``chunks.tsv``, computed in PostgreSQL.
 
 Query. The query text plus the parts of its compound identifiers (``parseRefund`` → parse,
-refund; ``os.path.exists`` → os, path, exists), as code chunks get them at ingest, goes through
-``to_tsvector('english', ...)`` (stemming, English stop words dropped); its distinct lexemes are
-the query terms. A query without lexemes (empty, punctuation, stop words only) matches nothing.
+refund; ``os.path.exists`` → os, path, exists), as code chunks get them at ingest, less the
+fragments the indexed text also loses (``I'm``'s m, the initials of ``J. Smith``, ``e.g.``:
+chunking/identifiers.py), goes through ``to_tsvector('english', ...)`` (stemming, English stop
+words dropped); its distinct lexemes are the query terms. A query without lexemes (empty,
+punctuation, stop words only) matches nothing.
 
 Rank. Okapi BM25 (search/bm25.py): per query term, ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b +
 b * dl / avgdl))``, summed. ``tf`` comes from the chunk's tsvector, ``dl`` is ``tsv_tokens``
@@ -43,7 +45,7 @@ from psycopg import Connection, Cursor, sql
 
 from context_ledger.db.pending import Pending, send
 from context_ledger.search.bm25 import K1, B, TermStats, query_terms
-from context_ledger.search.query import Hit, SearchQuery, TextTerms, pending_search, processed_query
+from context_ledger.search.query import Hit, SearchQuery, TextTerms, pending_search, query_texts
 from context_ledger.sources.searchable import searchable_among
 
 # Per searched source: the query's lexemes its version holds, with their document frequencies and
@@ -227,8 +229,7 @@ def pending_terms_of(
 ) -> Pending[TermCounts]:
     """The term counts of ``text`` by a :func:`term_stats_statement` binding ``params``, sent
     now and read later."""
-    words = {"query_text": processed_query(text), "query_words": text}
-    return send(conn, statement, {**params, **words}, _read_counts)
+    return send(conn, statement, {**params, **query_texts(text)}, _read_counts)
 
 
 def _read_counts(cursor: Cursor[dict[str, Any]]) -> TermCounts:

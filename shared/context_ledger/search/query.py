@@ -19,7 +19,7 @@ from psycopg.rows import RowMaker
 
 from context_ledger.db.float4_array import Float4Array
 from context_ledger.db.pending import Pending
-from context_ledger.sources.chunking.identifiers import search_text
+from context_ledger.sources.chunking.identifiers import search_text, without_fragments
 from context_ledger.spaces.levels import Level
 
 
@@ -78,8 +78,7 @@ class SearchQuery:
         return {
             "org_id": self.org_id,
             "source_ids": list(self.source_ids),
-            "query_text": processed_query(self.text),
-            "query_words": self.text,
+            **query_texts(self.text),
             "query_vector": None if self.vector is None else Float4Array(self.vector),
             "limit": self.limit,
             **self.terms.params(hybrid=self.vector is not None),
@@ -127,6 +126,13 @@ class Hit(NamedTuple):
 def processed_query(text: str) -> str:
     """The text whose lexemes are the query terms."""
     return search_text(text, code=True)
+
+
+def query_texts(text: str) -> dict[str, str]:
+    """The query's two texts as the term statement binds them (search/fulltext.py):
+    ``query_text``, whose lexemes are the terms, and ``query_words``, the words as written
+    (less their fragments, as the terms are), whose repeats count."""
+    return {"query_text": processed_query(text), "query_words": without_fragments(text)}
 
 
 def _hits(cursor: BaseCursor[Any, Any]) -> RowMaker[Hit]:

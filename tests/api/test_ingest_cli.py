@@ -66,6 +66,23 @@ def test_a_folder_is_uploaded_in_batches_and_published(
     assert not any(r["path"].endswith(".tmp") for r in rows)
 
 
+def test_the_report_counts_the_bytes_of_the_files_whatever_their_script(
+    runtime, api, admin_headers, source, tmp_path
+) -> None:
+    (tmp_path / "greek.md").write_text("Καλημέρα, κόσμε. " * 200)
+    (tmp_path / "cjk.md").write_text("退款需要收据。" * 300)
+    (tmp_path / "plain.md").write_text("Refunds need a receipt. " * 50)
+
+    report = upload_folder(
+        tmp_path,
+        source_id=uuid.UUID(source["id"]),
+        url=runtime.url,
+        token=admin_headers["Authorization"].removeprefix("Bearer "),
+    )
+
+    assert report.bytes == sum(p.stat().st_size for p in tmp_path.iterdir())
+
+
 def test_a_refused_upload_reports_the_services_message(
     runtime, source, tmp_path, token, other_org
 ) -> None:

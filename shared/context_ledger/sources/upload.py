@@ -199,7 +199,9 @@ def upload_folder(
                 stats = _call(client, "POST", f"{build}/documents", json={"documents": documents})
                 sizer.took(size, time.perf_counter() - sent)
                 report.files += stats["documents"]
-                report.bytes += size
+                # The files' bytes, as the progress counts them; ``size`` is the request's JSON,
+                # where a non-ASCII character takes six.
+                report.bytes += sum(len(d["content"].encode()) for d in documents)
                 chunks, embedded = chunks + stats["chunks"], embedded + stats["embedded"]
                 tell(*listing.handled(documents[-1]["path"]))
             tell(len(listing.paths), listing.total_bytes)

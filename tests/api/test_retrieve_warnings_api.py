@@ -128,3 +128,23 @@ def test_a_budget_smaller_than_every_chunk_found_says_so(api, admin_headers, hie
         f"{smallest} tokens); nothing was delivered: raise tokenBudget"
     ]
     assert everything["warnings"] == []
+
+
+def test_a_query_without_any_term_says_so_and_one_matching_nothing_does_not(
+    api, admin_headers, hierarchy
+) -> None:
+    # full-text only (no embeddings endpoint): stop words, punctuation and fragments are no terms
+    termless = retrieve(api, admin_headers, spaceId=hierarchy["dept"], query="I'm ... e.g. the?")
+    unmatched = retrieve(api, admin_headers, spaceId=hierarchy["dept"], query="zebra crossings")
+    found = retrieve(api, admin_headers, spaceId=hierarchy["dept"], query="I'd like refunds")
+
+    assert termless["chunks"] == []
+    assert termless["searchMode"] == "full_text"
+    assert termless["warnings"] == [
+        'the query has no word full-text search can match (stop words such as "what" or "the", '
+        'punctuation and fragments such as "I\'m" or "e.g." are left out), and no embeddings '
+        "endpoint searched it by meaning: ask with the words of what you need"
+    ]
+    assert (unmatched["chunks"], unmatched["warnings"]) == ([], [])
+    assert len(found["chunks"]) == 1
+    assert found["warnings"] == []

@@ -56,7 +56,7 @@ from context_ledger.retrieval.query_vector import (
 )
 from context_ledger.retrieval.related import pick_related
 from context_ledger.search.candidates import Candidate, search_candidates
-from context_ledger.search.fulltext import TermCounts
+from context_ledger.search.fulltext import TermCounts, has_terms
 from context_ledger.search.hybrid import rank
 from context_ledger.search.query import SearchQuery
 from context_ledger.search.vectors import pending_pgvector_available, require_pgvector
@@ -279,9 +279,12 @@ def _warnings(
     *,
     offered: list[DeliveredChunk],
     delivered: list[DeliveredChunk],
+    termless: bool = False,
 ) -> tuple[str, ...]:
     """What made the answer less than it could be, each in a sentence (retrieval/warnings.py)."""
     said: list[str] = [DEGRADED_WARNING] if query.degraded else []
+    if termless:
+        said.append(warnings.no_terms())
     if not spaces:
         said.append(warnings.nothing_searchable())
     elif not searchable:
@@ -481,6 +484,9 @@ def retrieve(
             )
         else:
             candidates, query = [], without_embedding(gate)
+    # Nothing found by full-text alone: say so when the query had no term to find (a statement
+    # more on this path only).
+    termless = bool(found) and not candidates and query.vector is None and not has_terms(conn, text)
     with step("retrieve.rank"):
         ranked = _ranked_chunks(conn, principal, candidates, sources, levels, request, weights)
     with step("retrieve.budget"):
@@ -509,7 +515,14 @@ def retrieve(
         sources=sources,
         search_mode=query.mode,
         warnings=_warnings(
-            request, query, spaces, searchable, withheld, offered=offered, delivered=delivered
+            request,
+            query,
+            spaces,
+            searchable,
+            withheld,
+            offered=offered,
+            delivered=delivered,
+            termless=termless,
         ),
     )
     with step("retrieve.attribution_event"):

@@ -64,3 +64,12 @@ def budget_too_small(budget: int, smallest: int) -> str:
         f"tokenBudget {budget} is smaller than every chunk found (the smallest takes {smallest} "
         "tokens); nothing was delivered: raise tokenBudget"
     )
+
+
+def no_terms() -> str:
+    """A full-text-only search of a query without a term: nothing could match it."""
+    return (
+        'the query has no word full-text search can match (stop words such as "what" or '
+        '"the", punctuation and fragments such as "I\'m" or "e.g." are left out), and no '
+        "embeddings endpoint searched it by meaning: ask with the words of what you need"
+    )

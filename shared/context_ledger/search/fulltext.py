@@ -232,6 +232,16 @@ def pending_terms_of(
     return send(conn, statement, {**params, **query_texts(text)}, _read_counts)
 
 
+_HAS_TERMS = "SELECT to_tsvector('english', %(query_text)s) <> ''::tsvector AS has_terms"
+
+
+def has_terms(conn: Connection, text: str) -> bool:
+    """Whether ``text`` has any term at all, whatever the sources hold: a query of stop words,
+    punctuation and fragments (``I'm``, ``e.g.``) has none and matches nothing by full-text."""
+    params = {"query_text": query_texts(text)["query_text"]}
+    return send(conn, _HAS_TERMS, params, lambda cursor: cursor.fetchone()["has_terms"]).result()
+
+
 def _read_counts(cursor: Cursor[dict[str, Any]]) -> TermCounts:
     operands: dict[str, str] = {}
     frequencies: dict[uuid.UUID, dict[str, int]] = {}

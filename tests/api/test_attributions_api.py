@@ -186,6 +186,37 @@ def test_an_organisation_chain_record_is_visible_to_its_owner_and_organisation_a
     )
 
 
+def test_a_record_of_personal_chunks_is_its_owners_alone(
+    api, org, team, alice, admin_headers, token
+) -> None:
+    """GIVEN alice's organisation-level retrieval delivering a chunk of her personal space, WHEN
+    an organisation admin or an auditor reads its record, THEN 404: the personal space is hers
+    alone, and so are its source ids and content hashes."""
+    personal = next(
+        s["id"] for s in api.get(SPACES, headers=alice).json()["spaces"] if s["level"] == "personal"
+    )
+    notes = api.post(
+        f"{SPACES}/{personal}/sources", headers=alice, json={"kind": "docs", "name": "notes"}
+    ).json()["id"]
+    indexed = api.put(
+        f"{SOURCES}/{notes}/index",
+        headers=alice,
+        json={"documents": [{"path": "me.md", "content": "My refund approvals diary."}]},
+    )
+    assert indexed.status_code == 200, indexed.text
+    retrieval = retrieve(api, alice)
+    auditor = bearer(token(org, "audrey", SCOPE_AUDIT_READ))
+
+    record = api.get(f"{BY_ID}/{retrieval.attribution_id}", headers=alice).json()["record"]
+    assert notes in record["sourceIds"]
+    for path in (f"{BY_ID}/{retrieval.attribution_id}", f"{BY_REQUEST}/{retrieval.request_id}"):
+        assert error_of(api.get(path, headers=admin_headers)) == (
+            404,
+            "context.attribution.not_found",
+        )
+        assert error_of(api.get(path, headers=auditor)) == (404, "context.attribution.not_found")
+
+
 @pytest.mark.parametrize(
     "path",
     [

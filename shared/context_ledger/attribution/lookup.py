@@ -8,6 +8,10 @@ A record is visible to
   admin grant there);
 - for reads only, ``audit:read`` holders of the same organisation (the gateway spec's auditor).
 
+except a record that delivered chunks of a personal space, which only its owner sees: the space is
+its owner's alone, and so are its source and chunk ids and its content's SHA-256 (which would
+confirm a guess of the content).
+
 Anything else (another user, another organisation, an unknown or malformed id) answers exactly like
 a record that does not exist, ``404 context.attribution.not_found``, so ids reveal nothing.
 
@@ -32,6 +36,7 @@ from aws_lambda_powertools import Logger
 
 from context_ledger.attribution.events import CATEGORY
 from context_ledger.auth.principal import SCOPE_AUDIT_READ, Principal
+from context_ledger.db.pending import send
 from context_ledger.errors import ForbiddenError, NotFoundError, SpaceNotFoundError
 from context_ledger.evidence.chain import authentic_record, org_chain
 from context_ledger.evidence.keys import KeyRing, refresh_key_ring
@@ -91,12 +96,42 @@ def parse_request_id(raw: str) -> str:
     return raw
 
 
+# Whether a record delivered chunks of a personal space: its provenance (source and chunk ids,
+# the content's SHA-256) is the owner's alone, as the space is.
+_OF_PERSONAL_SPACE = """
+SELECT EXISTS (
+    SELECT 1 FROM sources s JOIN spaces sp ON sp.id = s.space_id
+    WHERE s.org_id = %(org_id)s AND s.id = ANY(%(source_ids)s::uuid[]) AND sp.level = 'personal'
+) AS personal
+"""
+
+
+def _is_owner(principal: Principal, attribution: Attribution) -> bool:
+    return principal.is_person and principal.user_id == attribution.user_id
+
+
+def _of_personal_space(conn: psycopg.Connection, attribution: Attribution) -> bool:
+    source_ids = attribution.record.get("sourceIds") or []
+    if not source_ids:
+        return False
+    params = {"org_id": attribution.org_id, "source_ids": list(source_ids)}
+    return bool(send(conn, _OF_PERSONAL_SPACE, params, _personal).result())
+
+
+def _personal(cursor: psycopg.Cursor[dict[str, Any]]) -> bool:
+    row = cursor.fetchone()
+    return bool(row and row["personal"])
+
+
 def may_act_on(conn: psycopg.Connection, principal: Principal, attribution: Attribution) -> bool:
     """The owner, or an admin of the record's space. A spaceless record is an organisation-chain
     retrieval, so its space is the organisation space: the ``context:admin`` scope or an admin
-    grant on that space (the same rule as creating a space under it)."""
-    if principal.is_person and principal.user_id == attribution.user_id:
+    grant on that space (the same rule as creating a space under it); but one that delivered
+    chunks of the owner's personal space is the owner's alone, as that space is."""
+    if _is_owner(principal, attribution):
         return True
+    if _of_personal_space(conn, attribution):
+        return False
     try:
         space_id = attribution.space_id or organisation_space_id(conn, principal)
         authorize_space(conn, principal, space_id, Permission.ADMIN, action="reading attributions")
@@ -106,8 +141,11 @@ def may_act_on(conn: psycopg.Connection, principal: Principal, attribution: Attr
 
 
 def may_read(conn: psycopg.Connection, principal: Principal, attribution: Attribution) -> bool:
-    """Who may act on it, and the organisation's auditors (rows are already org-scoped)."""
-    return principal.has_scope(SCOPE_AUDIT_READ) or may_act_on(conn, principal, attribution)
+    """Who may act on it, and the organisation's auditors (rows are already org-scoped), except
+    for a record of a personal space's chunks, which only its owner reads."""
+    if principal.has_scope(SCOPE_AUDIT_READ) and not _is_owner(principal, attribution):
+        return not _of_personal_space(conn, attribution)
+    return may_act_on(conn, principal, attribution)
 
 
 # The lookup row says where its entry is; everything served comes from the entry, once its MAC
